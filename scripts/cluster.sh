@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Starts or stops a local 6-node cluster (3 primaries, 3 replicas) on 127.0.0.1.
+#   scripts/cluster.sh start|stop|status [redis|valkey] [BASE_PORT]
+# Nodes use ports BASE_PORT..BASE_PORT+5 (default 7100 for redis, 7200 for valkey).
+# Data, logs and pid files live in .cluster/<flavor>-<port>; stop kills only the pids recorded there.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+action=${1:-}
+flavor=${2:-redis}
+base=${3:-$(default_base_port "$flavor")}
+[ -n "$base" ] || die "unknown server flavor '$flavor'"
+dir="$ROOT/.cluster/$flavor-$base"
+ports=($(seq "$base" $((base + 5))))
+
+node_pid() { cat "$dir/$1/pid" 2>/dev/null || true; }
+
+stop() {
+    local port pid
+    for port in "${ports[@]}"; do
+        pid=$(node_pid "$port")
+        [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+    done
+    for port in "${ports[@]}"; do
+        pid=$(node_pid "$port")
+        [ -z "$pid" ] && continue
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$pid" 2>/dev/null || true
+    done
+    rm -rf "$dir"
+}
+
+wait_until() { # seconds, description, command...
+    local deadline=$((SECONDS + $1)) what=$2
+    shift 2
+    until "$@" >/dev/null 2>&1; do
+        [ $SECONDS -lt $deadline ] || die "timed out waiting for $what"
+        sleep 0.2
+    done
+}
+
+cluster_ready() {
+    local port
+    for port in "${ports[@]}"; do
+        "$CLI_BIN" -p "$port" cluster info | grep -q 'cluster_state:ok' || return 1
+        "$CLI_BIN" -p "$port" info replication | grep -qE 'role:master|master_link_status:up' || return 1
+    done
+    [ "$("$CLI_BIN" -p "${ports[0]}" cluster nodes | grep -c slave)" -eq 3 ]
+}
+
+start() {
+    server_binaries "$flavor"
+    [ -d "$dir" ] && stop
+    local port
+    for port in "${ports[@]}"; do
+        mkdir -p "$dir/$port"
+        "$SERVER_BIN" --port "$port" --bind 127.0.0.1 --dir "$dir/$port" \
+            --cluster-enabled yes --cluster-config-file nodes.conf \
+            --cluster-node-timeout "${CLUSTER_NODE_TIMEOUT:-2000}" \
+            --save '' --appendonly no --daemonize yes \
+            --pidfile "$dir/$port/pid" --logfile "$dir/$port/log" >/dev/null
+    done
+    for port in "${ports[@]}"; do
+        wait_until 10 "node $port" "$CLI_BIN" -p "$port" ping
+    done
+    "$CLI_BIN" --cluster create $(printf '127.0.0.1:%s ' "${ports[@]}") \
+        --cluster-replicas 1 --cluster-yes >"$dir/create.log" 2>&1 \
+        || { cat "$dir/create.log" >&2; die "cluster create failed"; }
+    wait_until 60 "the $flavor cluster to be ready" cluster_ready
+    log "$flavor cluster up on ports ${ports[0]}-${ports[5]} ($("$SERVER_BIN" --version | cut -d' ' -f1-3))"
+}
+
+case "$action" in
+    start) start ;;
+    stop) stop ;;
+    status) server_binaries "$flavor"; cluster_ready && echo up || { echo down; exit 1; } ;;
+    *) die "usage: scripts/cluster.sh start|stop|status [redis|valkey] [BASE_PORT]" ;;
+esac

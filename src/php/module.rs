@@ -1,0 +1,165 @@
+//! The PHP module: its entry point, dependencies, startup, shutdown and phpinfo().
+
+use std::ffi::{CStr, CString};
+use std::ptr::null;
+
+use ext_php_rs::builders::ModuleBuilder;
+use ext_php_rs::error::php_error;
+use ext_php_rs::ffi::{
+    _zend_module_dep, php_info_print_table_end, php_info_print_table_row,
+    php_info_print_table_start,
+};
+use ext_php_rs::flags::ErrorType;
+use ext_php_rs::zend::{ModuleEntry, StaticModuleEntry};
+
+use super::abi::{
+    _php_find_ps_module, PsModule, StaticPsModule, php_session_register_module,
+    zend_unregister_ini_entries,
+};
+use super::hooks;
+use super::ini::{self, PhpIni};
+use crate::settings::{INI_DEFAULTS, IniSource};
+
+const HANDLER_NAME: &CStr = c"rediscluster";
+/// The name phpredis's own `rediscluster` handler keeps when both are loaded.
+const PHPREDIS_HANDLER_RENAMED: &CStr = c"rediscluster_phpredis";
+
+static SESSION_MODULE: StaticPsModule = StaticPsModule(PsModule {
+    s_name: HANDLER_NAME.as_ptr(),
+    s_open: hooks::open,
+    s_close: hooks::close,
+    s_read: hooks::read,
+    s_write: hooks::write,
+    s_destroy: hooks::destroy,
+    s_gc: hooks::gc,
+    s_create_sid: hooks::create_sid,
+    s_validate_sid: hooks::validate_sid,
+    s_update_timestamp: hooks::update_timestamp,
+});
+
+struct ModuleDeps([_zend_module_dep; 3]);
+// SAFETY: immutable static C strings; PHP only reads the table.
+unsafe impl Sync for ModuleDeps {}
+
+const MODULE_DEP_REQUIRED: u8 = 1;
+const MODULE_DEP_OPTIONAL: u8 = 3;
+
+const fn dep(name: &'static CStr, type_: u8) -> _zend_module_dep {
+    _zend_module_dep {
+        name: name.as_ptr(),
+        rel: null(),
+        version: null(),
+        type_,
+    }
+}
+
+/// session is required; phpredis (module "redis") is optional but, when
+/// loaded, starts first, so its INI entries and handler exist at our MINIT.
+static DEPS: ModuleDeps = ModuleDeps([
+    dep(c"session", MODULE_DEP_REQUIRED),
+    dep(c"redis", MODULE_DEP_OPTIONAL),
+    _zend_module_dep {
+        name: null(),
+        rel: null(),
+        version: null(),
+        type_: 0,
+    },
+]);
+
+/// The entry point PHP looks up after `dlopen`.
+#[unsafe(no_mangle)]
+pub extern "C" fn get_module() -> *mut ModuleEntry {
+    static ENTRY: StaticModuleEntry = StaticModuleEntry::new();
+    ENTRY.get_or_init(|| {
+        let (mut entry, _startup, owned) =
+            ModuleBuilder::new("rediscluster_session", env!("CARGO_PKG_VERSION"))
+                .startup_function(minit)
+                .shutdown_function(mshutdown)
+                .info_function(info)
+                .try_into()
+                .expect("the module entry has no functions or classes that could fail to build");
+        entry.deps = DEPS.0.as_ptr();
+        (entry, owned)
+    })
+}
+
+unsafe extern "C" fn minit(_type: i32, module_number: i32) -> i32 {
+    ini::register_missing(module_number);
+    take_over_phpredis_handler();
+    // SAFETY: a 'static module that PHP may keep for the life of the process.
+    unsafe { php_session_register_module(&SESSION_MODULE.0) }
+}
+
+unsafe extern "C" fn mshutdown(_type: i32, module_number: i32) -> i32 {
+    // SAFETY: only removes the entries registered under our module number.
+    unsafe { zend_unregister_ini_entries(module_number) };
+    0
+}
+
+/// PHP picks the first save handler registered under a name, and phpredis,
+/// when loaded, registers `rediscluster` before us. Renaming its entry makes
+/// `session.save_handler=rediscluster` ours in any load order, while phpredis's
+/// classes and INI stay untouched. Its module is a writable C global; the
+/// write is skipped (with a warning) if the memory is not writable.
+fn take_over_phpredis_handler() {
+    // SAFETY: PHP returns a registered module or NULL.
+    let existing = unsafe { _php_find_ps_module(HANDLER_NAME.as_ptr()) }.cast_mut();
+    if existing.is_null() {
+        return;
+    }
+    if is_writable(existing as usize) {
+        // SAFETY: a live, writable ps_module; the name is a 'static C string.
+        unsafe { (*existing).s_name = PHPREDIS_HANDLER_RENAMED.as_ptr() };
+    } else {
+        php_error(
+            &ErrorType::CoreWarning,
+            "rediscluster_session: another extension's 'rediscluster' save handler takes precedence; load rediscluster_session first",
+        );
+    }
+}
+
+/// Whether `addr` lies in a writable mapping of this process.
+fn is_writable(addr: usize) -> bool {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return false;
+    };
+    maps.lines().any(|line| {
+        let mut fields = line.split_whitespace();
+        let (Some(range), Some(perms)) = (fields.next(), fields.next()) else {
+            return false;
+        };
+        let Some((start, end)) = range.split_once('-') else {
+            return false;
+        };
+        let parse = |hex| usize::from_str_radix(hex, 16).unwrap_or(0);
+        (parse(start)..parse(end)).contains(&addr) && perms.starts_with("rw")
+    })
+}
+
+unsafe extern "C" fn info(_module: *mut ModuleEntry) {
+    // SAFETY: PHP's phpinfo() table API; each row passes NUL-terminated strings.
+    let row = |name: &str, value: &str| {
+        let name = CString::new(name).unwrap_or_default();
+        let value = CString::new(value.replace('\0', "")).unwrap_or_default();
+        unsafe { php_info_print_table_row(2, name.as_ptr(), value.as_ptr()) };
+    };
+    unsafe { php_info_print_table_start() };
+    row("rediscluster_session support", "enabled");
+    row("Version", env!("CARGO_PKG_VERSION"));
+    // SAFETY: as in take_over_phpredis_handler.
+    let serving =
+        unsafe { _php_find_ps_module(HANDLER_NAME.as_ptr()) } == &raw const SESSION_MODULE.0;
+    row(
+        "Save handler",
+        if serving {
+            "rediscluster"
+        } else {
+            "rediscluster (shadowed by another extension)"
+        },
+    );
+    for (name, _) in INI_DEFAULTS {
+        let value = PhpIni.string(name).unwrap_or_default();
+        row(&format!("{} (effective)", name.to_string_lossy()), &value);
+    }
+    unsafe { php_info_print_table_end() };
+}

@@ -1,0 +1,300 @@
+//! The `session.save_path` grammar, parsed as a query string the way phpredis's
+//! `rediscluster` handler does:
+//! `seed[]=host:port&seed[]=...&timeout=2&read_timeout=2&persistent=1&prefix=...&auth=...`.
+//!
+//! Unlike phpredis, every malformed part is an error: a half-understood
+//! configuration must not silently talk to the wrong place.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+/// Key prefix used when `prefix` is absent, the same as phpredis.
+pub const DEFAULT_PREFIX: &[u8] = b"PHPREDIS_CLUSTER_SESSION:";
+/// Connect timeout when `timeout` is absent or 0 (phpredis would wait for
+/// `default_socket_timeout`, 60 s, which hangs workers).
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// Read timeout when `read_timeout` is absent or 0.
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(2);
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Seed {
+    pub host: String,
+    pub port: u16,
+}
+
+/// Credentials; the password is never printed (see the `Debug` impl).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Auth {
+    pub user: Option<String>,
+    pub password: String,
+}
+
+impl fmt::Debug for Auth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Auth")
+            .field("user", &self.user)
+            .field("password", &"<redacted>")
+            .finish()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SavePath {
+    pub seeds: Vec<Seed>,
+    pub connect_timeout: Duration,
+    pub read_timeout: Duration,
+    pub auth: Option<Auth>,
+    pub prefix: Vec<u8>,
+}
+
+/// A malformed save_path. The texts are phpredis's where it has one; none of
+/// them contains a password.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SavePathError {
+    NoSeeds,
+    SeedNotArray,
+    BadSeed(String),
+    NegativeTimeout,
+    BadNumber { name: &'static str, value: String },
+    AuthArraySize,
+    AuthArrayKeys,
+    NotUtf8(&'static str),
+    NotAString(&'static str),
+    TlsUnsupported,
+}
+
+impl fmt::Display for SavePathError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NoSeeds => f.write_str("No valid seeds detected"),
+            Self::SeedNotArray => f.write_str(
+                "session.save_path needs one or more seed[]=host:port entries for the rediscluster handler",
+            ),
+            Self::BadSeed(seed) => write!(f, "Seed '{seed}' not in host:port format"),
+            Self::NegativeTimeout => {
+                f.write_str("Can't set negative timeout values in session configuration")
+            }
+            Self::BadNumber { name, value } => {
+                write!(f, "session.save_path: {name}='{value}' is not a number of seconds")
+            }
+            Self::AuthArraySize => {
+                f.write_str("When passing an array as auth it must have one or two elements!")
+            }
+            Self::AuthArrayKeys => f.write_str(
+                "session.save_path: an auth array needs auth[]=user&auth[]=pass or auth[user]=..&auth[pass]=..",
+            ),
+            Self::NotUtf8(name) => write!(f, "session.save_path: {name} is not valid UTF-8"),
+            Self::NotAString(name) => write!(f, "session.save_path: {name} must be a single value"),
+            Self::TlsUnsupported => f.write_str(
+                "session.save_path: stream[...] (TLS) is not supported by this rediscluster handler yet",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SavePathError {}
+
+/// One query-string parameter after PHP's `parse_str` rules.
+#[derive(Debug, PartialEq)]
+enum Param {
+    Scalar(Vec<u8>),
+    /// `name[]=v` and `name[key]=v` entries as (key, value); `[]` gets the next
+    /// free integer key, as in a PHP array.
+    Array(Vec<(Vec<u8>, Vec<u8>)>),
+}
+
+pub fn parse(save_path: &str) -> Result<SavePath, SavePathError> {
+    let mut params = parse_query(save_path.trim().as_bytes());
+
+    let seeds = match params.remove("seed") {
+        None | Some(Param::Scalar(_)) => return Err(SavePathError::SeedNotArray),
+        Some(Param::Array(entries)) => entries
+            .into_iter()
+            .map(|(_, seed)| parse_seed(&seed))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    if seeds.is_empty() {
+        return Err(SavePathError::NoSeeds);
+    }
+    if params.contains_key("stream") {
+        return Err(SavePathError::TlsUnsupported);
+    }
+    let connect_timeout =
+        parse_timeout(params.remove("timeout"), "timeout")?.unwrap_or(DEFAULT_CONNECT_TIMEOUT);
+    let read_timeout = parse_timeout(params.remove("read_timeout"), "read_timeout")?
+        .unwrap_or(DEFAULT_READ_TIMEOUT);
+    let prefix = match params.remove("prefix") {
+        None => DEFAULT_PREFIX.to_vec(),
+        Some(Param::Scalar(prefix)) => prefix,
+        Some(Param::Array(_)) => return Err(SavePathError::NotAString("prefix")),
+    };
+    let auth = parse_auth(params.remove("auth"))?;
+    // `persistent` and `failover` are accepted for compatibility: the connection
+    // always lives for the whole worker, and session traffic always goes to the
+    // slot's primary, which is the only place a lock is safe.
+    Ok(SavePath {
+        seeds,
+        connect_timeout,
+        read_timeout,
+        auth,
+        prefix,
+    })
+}
+
+fn parse_seed(seed: &[u8]) -> Result<Seed, SavePathError> {
+    let text = std::str::from_utf8(seed).map_err(|_| SavePathError::NotUtf8("seed"))?;
+    let bad = || SavePathError::BadSeed(text.to_owned());
+    let (host, port) = text.rsplit_once(':').ok_or_else(bad)?;
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    let port: u16 = port.parse().map_err(|_| bad())?;
+    if host.is_empty() || port == 0 {
+        return Err(bad());
+    }
+    Ok(Seed {
+        host: host.to_owned(),
+        port,
+    })
+}
+
+/// `None` when absent or 0, which both mean "use the default".
+fn parse_timeout(
+    param: Option<Param>,
+    name: &'static str,
+) -> Result<Option<Duration>, SavePathError> {
+    let raw = match param {
+        None => return Ok(None),
+        Some(Param::Array(_)) => return Err(SavePathError::NotAString(name)),
+        Some(Param::Scalar(raw)) => raw,
+    };
+    let text = String::from_utf8_lossy(&raw);
+    let seconds: f64 = text.trim().parse().map_err(|_| SavePathError::BadNumber {
+        name,
+        value: text.to_string(),
+    })?;
+    if seconds < 0.0 {
+        return Err(SavePathError::NegativeTimeout);
+    }
+    if !seconds.is_finite() || seconds > 86_400.0 {
+        return Err(SavePathError::BadNumber {
+            name,
+            value: text.to_string(),
+        });
+    }
+    Ok((seconds > 0.0).then(|| Duration::from_secs_f64(seconds)))
+}
+
+fn parse_auth(param: Option<Param>) -> Result<Option<Auth>, SavePathError> {
+    let utf8 =
+        |bytes: Vec<u8>| String::from_utf8(bytes).map_err(|_| SavePathError::NotUtf8("auth"));
+    match param {
+        None => Ok(None),
+        Some(Param::Scalar(password)) if password.is_empty() => Ok(None),
+        Some(Param::Scalar(password)) => Ok(Some(Auth {
+            user: None,
+            password: utf8(password)?,
+        })),
+        Some(Param::Array(mut entries)) => {
+            let count = entries.len();
+            let mut take = |names: [&[u8]; 2]| {
+                let at = entries
+                    .iter()
+                    .position(|(k, _)| names.contains(&k.as_slice()));
+                at.map(|at| entries.remove(at).1)
+                    .ok_or(SavePathError::AuthArrayKeys)
+            };
+            match count {
+                1 => Ok(Some(Auth {
+                    user: None,
+                    password: utf8(take([b"pass", b"0"])?)?,
+                })),
+                2 => {
+                    let user = utf8(take([b"user", b"0"])?)?;
+                    let password = utf8(take([b"pass", b"1"])?)?;
+                    Ok(Some(Auth {
+                        user: Some(user).filter(|u| !u.is_empty()),
+                        password,
+                    }))
+                }
+                _ => Err(SavePathError::AuthArraySize),
+            }
+        }
+    }
+}
+
+/// The subset of PHP's `parse_str` that save paths use: `&`-separated pairs,
+/// percent and `+` decoding, `name[]` and `name[key]` arrays; later values win.
+fn parse_query(query: &[u8]) -> BTreeMap<String, Param> {
+    let mut params = BTreeMap::new();
+    for pair in query.split(|&b| b == b'&').filter(|p| !p.is_empty()) {
+        let (raw_name, raw_value) = match pair.iter().position(|&b| b == b'=') {
+            Some(eq) => (&pair[..eq], &pair[eq + 1..]),
+            None => (pair, &b""[..]),
+        };
+        let name = url_decode(raw_name);
+        let value = url_decode(raw_value);
+        let open = name.iter().position(|&b| b == b'[');
+        let close = open.and_then(|o| name[o..].iter().position(|&b| b == b']').map(|c| o + c));
+        match (open, close) {
+            (Some(open), Some(close)) if open > 0 => {
+                let base = String::from_utf8_lossy(&name[..open]).trim().to_owned();
+                let key = name[open + 1..close].to_vec();
+                let param = params.entry(base).or_insert(Param::Array(Vec::new()));
+                if let Param::Scalar(_) = param {
+                    *param = Param::Array(Vec::new());
+                }
+                let Param::Array(entries) = param else {
+                    continue;
+                };
+                let key = if key.is_empty() {
+                    next_array_index(entries).to_string().into_bytes()
+                } else {
+                    key
+                };
+                entries.retain(|(k, _)| *k != key);
+                entries.push((key, value));
+            }
+            _ => {
+                let base = String::from_utf8_lossy(&name).trim().to_owned();
+                params.insert(base, Param::Scalar(value));
+            }
+        }
+    }
+    params
+}
+
+fn next_array_index(entries: &[(Vec<u8>, Vec<u8>)]) -> u64 {
+    entries
+        .iter()
+        .filter_map(|(k, _)| std::str::from_utf8(k).ok()?.parse::<u64>().ok())
+        .map(|i| i + 1)
+        .max()
+        .unwrap_or(0)
+}
+
+fn url_decode(input: &[u8]) -> Vec<u8> {
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
+    let mut out = Vec::with_capacity(input.len());
+    let mut i = 0;
+    while i < input.len() {
+        match input[i] {
+            b'+' => out.push(b' '),
+            b'%' => match (
+                input.get(i + 1).and_then(|&b| hex(b)),
+                input.get(i + 2).and_then(|&b| hex(b)),
+            ) {
+                (Some(hi), Some(lo)) => {
+                    out.push(hi << 4 | lo);
+                    i += 2;
+                }
+                _ => out.push(b'%'),
+            },
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    out
+}

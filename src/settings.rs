@@ -1,0 +1,242 @@
+//! Settings read from PHP's INI at call time, so `ini_set()` applies to the
+//! next hook. The names and defaults are phpredis's `redis.session.*`.
+
+use std::ffi::CStr;
+use std::time::Duration;
+
+/// Every `redis.session.*` directive with phpredis's default. Registered by
+/// this extension unless phpredis already did (then its values apply).
+pub const INI_DEFAULTS: [(&CStr, &CStr); 9] = [
+    (c"redis.session.locking_enabled", c"0"),
+    (c"redis.session.lock_expire", c"0"),
+    (c"redis.session.lock_wait_time", c"20000"),
+    (c"redis.session.lock_retries", c"100"),
+    (c"redis.session.lock_failure_readonly", c"0"),
+    (c"redis.session.lock_release_cmd", c"eval"),
+    (c"redis.session.early_refresh", c"0"),
+    (c"redis.session.compression", c"none"),
+    (c"redis.session.compression_level", c"3"),
+];
+
+/// Session TTL used when `session.gc_maxlifetime` is not positive (phpredis).
+const FALLBACK_TTL_SECS: i64 = 1440;
+/// Lock TTL when both `lock_expire` and `max_execution_time` are 0 (the CLI):
+/// phpredis would create a lock that never expires; a crashed process must not
+/// lock a session forever.
+pub const FALLBACK_LOCK_TTL: Duration = Duration::from_secs(30);
+
+/// Where settings come from: PHP's INI in the extension, a map in tests.
+pub trait IniSource {
+    /// The value as PHP's `INI_INT` reads it (0 when unset or not a number).
+    fn long(&self, name: &CStr) -> i64;
+    /// The value as a string, `None` when the directive does not exist.
+    fn string(&self, name: &CStr) -> Option<String>;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReleaseCommand {
+    Eval,
+    Delex,
+    Delifeq,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LockSettings {
+    pub ttl: Duration,
+    /// Pause between attempts.
+    pub wait: Duration,
+    /// Attempts after the first; `None` waits forever.
+    pub retries: Option<u64>,
+    pub failure_readonly: bool,
+    pub release: ReleaseCommand,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// TTL of the data key, from `session.gc_maxlifetime`.
+    pub session_ttl: Duration,
+    /// Why `session.gc_maxlifetime` was clamped, for an E_NOTICE.
+    pub ttl_notice: Option<&'static str>,
+    pub early_refresh: bool,
+    pub use_strict_mode: bool,
+    /// `None` when `redis.session.locking_enabled` is off.
+    pub lock: Option<LockSettings>,
+    pub compression: String,
+}
+
+impl Settings {
+    pub fn load(ini: &impl IniSource) -> Self {
+        let (session_ttl, ttl_notice) = clamp_session_ttl(ini.long(c"session.gc_maxlifetime"));
+        let flag = |name: &CStr| ini.long(name) != 0;
+        Settings {
+            session_ttl,
+            ttl_notice,
+            early_refresh: flag(c"redis.session.early_refresh"),
+            use_strict_mode: flag(c"session.use_strict_mode"),
+            lock: flag(c"redis.session.locking_enabled").then(|| LockSettings::load(ini)),
+            compression: ini
+                .string(c"redis.session.compression")
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase(),
+        }
+    }
+
+    /// An error text when compression is configured; it is not implemented yet
+    /// and storing plain data where phpredis expects compressed data would
+    /// corrupt sessions shared with it.
+    pub fn unsupported_compression(&self) -> Option<String> {
+        match self.compression.as_str() {
+            "" | "none" => None,
+            other => Some(format!(
+                "redis.session.compression={other} is not supported by the rediscluster_session extension yet; set it to none"
+            )),
+        }
+    }
+}
+
+impl LockSettings {
+    fn load(ini: &impl IniSource) -> Self {
+        let expire = match ini.long(c"redis.session.lock_expire") {
+            0 => ini.long(c"max_execution_time"),
+            seconds => seconds,
+        };
+        let wait = match ini.long(c"redis.session.lock_wait_time") {
+            0 => 20_000,
+            micros => micros,
+        };
+        let retries = match ini.long(c"redis.session.lock_retries") {
+            0 => Some(100),
+            n if n < 0 => None,
+            n => Some(n.unsigned_abs()),
+        };
+        let release = match ini
+            .string(c"redis.session.lock_release_cmd")
+            .unwrap_or_default()
+            .to_ascii_lowercase()
+            .as_str()
+        {
+            "delex" => ReleaseCommand::Delex,
+            "delifeq" => ReleaseCommand::Delifeq,
+            _ => ReleaseCommand::Eval,
+        };
+        LockSettings {
+            ttl: u64::try_from(expire)
+                .ok()
+                .filter(|&s| s > 0)
+                .map_or(FALLBACK_LOCK_TTL, Duration::from_secs),
+            // A negative wait would be a huge unsigned sleep in phpredis.
+            wait: Duration::from_micros(wait.unsigned_abs()),
+            retries,
+            failure_readonly: ini.long(c"redis.session.lock_failure_readonly") != 0,
+            release,
+        }
+    }
+}
+
+/// phpredis's `session_gc_maxlifetime()`: at most INT_MAX, and 1440 s when
+/// not positive, each with its notice.
+pub fn clamp_session_ttl(gc_maxlifetime: i64) -> (Duration, Option<&'static str>) {
+    let (secs, notice) = if gc_maxlifetime > i64::from(i32::MAX) {
+        (
+            i64::from(i32::MAX),
+            Some("session.gc_maxlifetime overflows INT_MAX, truncating."),
+        )
+    } else if gc_maxlifetime <= 0 {
+        (
+            FALLBACK_TTL_SECS,
+            Some("session.gc_maxlifetime is <= 0, defaulting to 1440 seconds"),
+        )
+    } else {
+        (gc_maxlifetime, None)
+    };
+    (Duration::from_secs(secs.unsigned_abs()), notice)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    struct Ini(HashMap<&'static CStr, &'static str>);
+
+    impl IniSource for Ini {
+        fn long(&self, name: &CStr) -> i64 {
+            self.string(name).and_then(|v| v.parse().ok()).unwrap_or(0)
+        }
+        fn string(&self, name: &CStr) -> Option<String> {
+            self.0.get(name).map(|v| (*v).to_owned())
+        }
+    }
+
+    fn ini(overrides: &[(&'static CStr, &'static str)]) -> Ini {
+        let mut map: HashMap<_, _> = INI_DEFAULTS
+            .iter()
+            .map(|(k, v)| (*k, v.to_str().unwrap()))
+            .collect();
+        map.insert(c"session.gc_maxlifetime", "1440");
+        map.extend(overrides.iter().copied());
+        Ini(map)
+    }
+
+    #[test]
+    fn ttl_is_clamped_like_phpredis() {
+        assert_eq!(clamp_session_ttl(600), (Duration::from_secs(600), None));
+        assert_eq!(clamp_session_ttl(0).0, Duration::from_secs(1440));
+        assert_eq!(clamp_session_ttl(-5).0, Duration::from_secs(1440));
+        assert!(clamp_session_ttl(0).1.unwrap().contains("<= 0"));
+        let (ttl, notice) = clamp_session_ttl(i64::from(i32::MAX) + 1);
+        assert_eq!(ttl, Duration::from_secs(i32::MAX as u64));
+        assert!(notice.unwrap().contains("INT_MAX"));
+    }
+
+    #[test]
+    fn defaults_leave_locking_off() {
+        let settings = Settings::load(&ini(&[]));
+        assert_eq!(settings.lock, None);
+        assert!(!settings.early_refresh);
+        assert_eq!(settings.session_ttl, Duration::from_secs(1440));
+        assert_eq!(settings.unsupported_compression(), None);
+    }
+
+    #[test]
+    fn lock_settings_follow_phpredis_zero_rules() {
+        let on = [(c"redis.session.locking_enabled", "1")];
+        let lock = Settings::load(&ini(&on)).lock.unwrap();
+        assert_eq!(lock.wait, Duration::from_micros(20_000));
+        assert_eq!(lock.retries, Some(100));
+        assert_eq!(lock.ttl, FALLBACK_LOCK_TTL);
+        assert_eq!(lock.release, ReleaseCommand::Eval);
+
+        let lock = Settings::load(&ini(&[
+            on[0],
+            (c"redis.session.lock_wait_time", "0"),
+            (c"redis.session.lock_retries", "-1"),
+            (c"max_execution_time", "7"),
+            (c"redis.session.lock_release_cmd", "DELIFEQ"),
+        ]))
+        .lock
+        .unwrap();
+        assert_eq!(lock.wait, Duration::from_micros(20_000));
+        assert_eq!(lock.retries, None);
+        assert_eq!(lock.ttl, Duration::from_secs(7));
+        assert_eq!(lock.release, ReleaseCommand::Delifeq);
+
+        let lock = Settings::load(&ini(&[
+            on[0],
+            (c"redis.session.lock_expire", "3"),
+            (c"max_execution_time", "7"),
+            (c"redis.session.lock_retries", "5"),
+        ]))
+        .lock
+        .unwrap();
+        assert_eq!(lock.ttl, Duration::from_secs(3));
+        assert_eq!(lock.retries, Some(5));
+    }
+
+    #[test]
+    fn compression_other_than_none_is_refused() {
+        let settings = Settings::load(&ini(&[(c"redis.session.compression", "LZF")]));
+        assert!(settings.unsupported_compression().unwrap().contains("lzf"));
+    }
+}

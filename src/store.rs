@@ -1,0 +1,168 @@
+//! The storage interface the session logic runs on, and its implementation on
+//! a Redis/Valkey cluster through the `redis` crate's sync cluster client.
+//!
+//! One cluster connection (sockets plus slot map) is kept per thread and
+//! reused across requests: a PHP-FPM worker connects once, a threaded SAPI
+//! never shares a socket between threads. It is created on first use, never
+//! at module startup, because FPM forks after startup.
+
+use std::cell::RefCell;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use redis::cluster::{ClusterClient, ClusterConnection};
+use redis::{Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind, cmd};
+
+use crate::save_path::{Auth, SavePath, Seed};
+
+/// What the session logic needs from storage. Every command goes to the
+/// primary that owns the key's slot.
+pub trait SessionStore {
+    /// GET, or GETEX with a new TTL when `refresh` is set.
+    fn get(&mut self, key: &[u8], refresh: Option<Duration>) -> Result<Option<Vec<u8>>>;
+    /// SET with EX.
+    fn set(&mut self, key: &[u8], value: &[u8], ttl: Duration) -> Result<()>;
+    /// EXPIRE; false when the key does not exist.
+    fn expire(&mut self, key: &[u8], ttl: Duration) -> Result<bool>;
+    fn exists(&mut self, key: &[u8]) -> Result<bool>;
+    fn delete(&mut self, key: &[u8]) -> Result<()>;
+}
+
+/// Everything that identifies a cluster connection; a change of any of it
+/// (another save_path) gets a new connection.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConnectionConfig {
+    pub seeds: Vec<Seed>,
+    pub auth: Option<Auth>,
+    pub connect_timeout: Duration,
+    pub read_timeout: Duration,
+}
+
+impl From<&SavePath> for ConnectionConfig {
+    fn from(path: &SavePath) -> Self {
+        ConnectionConfig {
+            seeds: path.seeds.clone(),
+            auth: path.auth.clone(),
+            connect_timeout: path.connect_timeout,
+            read_timeout: path.read_timeout,
+        }
+    }
+}
+
+/// Redirects and retries the client may make for one command; small, so a
+/// failing node costs a bounded multiple of the timeouts.
+const CLIENT_RETRIES: u32 = 2;
+
+thread_local! {
+    static CONNECTION: RefCell<Option<(ConnectionConfig, ClusterConnection)>> =
+        const { RefCell::new(None) };
+}
+
+pub struct ClusterStore {
+    config: ConnectionConfig,
+}
+
+impl ClusterStore {
+    pub fn new(config: ConnectionConfig) -> Self {
+        ClusterStore { config }
+    }
+
+    /// Runs `f` on this thread's connection, connecting first if needed. A
+    /// connection that saw a transport error is dropped, never reused.
+    fn with_connection<T>(
+        &self,
+        f: impl FnOnce(&mut ClusterConnection) -> redis::RedisResult<T>,
+    ) -> Result<T> {
+        CONNECTION.with(|cell| {
+            let mut cached = cell.borrow_mut();
+            if cached
+                .as_ref()
+                .is_none_or(|(config, _)| *config != self.config)
+            {
+                *cached = None;
+                let connection = connect(&self.config)?;
+                *cached = Some((self.config.clone(), connection));
+            }
+            let (_, connection) = cached.as_mut().expect("connection was just created");
+            f(connection).map_err(|err| {
+                if !leaves_connection_usable(&err) {
+                    *cached = None;
+                }
+                anyhow::Error::new(err).context("Error communicating with the Redis Cluster")
+            })
+        })
+    }
+
+    pub fn query<T: FromRedisValue>(&self, command: &Cmd) -> Result<T> {
+        self.with_connection(|connection| command.query(connection))
+    }
+}
+
+fn connect(config: &ConnectionConfig) -> Result<ClusterConnection> {
+    let nodes = config
+        .seeds
+        .iter()
+        .map(|seed| redis::ConnectionAddr::Tcp(seed.host.clone(), seed.port));
+    let mut builder = ClusterClient::builder(nodes)
+        .connection_timeout(config.connect_timeout)
+        .response_timeout(config.read_timeout)
+        .retries(CLIENT_RETRIES)
+        .min_retry_wait(10)
+        .max_retry_wait(100);
+    if let Some(auth) = &config.auth {
+        builder = builder.password(&auth.password);
+        if let Some(user) = &auth.user {
+            builder = builder.username(user);
+        }
+    }
+    builder
+        .build()
+        .and_then(|client| client.get_connection())
+        .context("Couldn't map cluster keyspace using any provided seed")
+}
+
+/// Error replies leave the connection in sync; anything else (I/O, timeout,
+/// cluster down, protocol confusion) may not.
+fn leaves_connection_usable(err: &RedisError) -> bool {
+    matches!(
+        err.kind(),
+        ErrorKind::Extension
+            | ErrorKind::UnexpectedReturnType
+            | ErrorKind::Server(
+                ServerErrorKind::ResponseError
+                    | ServerErrorKind::NoScript
+                    | ServerErrorKind::ExecAbort
+                    | ServerErrorKind::CrossSlot
+                    | ServerErrorKind::NoPerm
+            )
+    )
+}
+
+fn seconds(ttl: Duration) -> u64 {
+    ttl.as_secs().max(1)
+}
+
+impl SessionStore for ClusterStore {
+    fn get(&mut self, key: &[u8], refresh: Option<Duration>) -> Result<Option<Vec<u8>>> {
+        match refresh {
+            Some(ttl) => self.query(cmd("GETEX").arg(key).arg("EX").arg(seconds(ttl))),
+            None => self.query(cmd("GET").arg(key)),
+        }
+    }
+
+    fn set(&mut self, key: &[u8], value: &[u8], ttl: Duration) -> Result<()> {
+        self.query(cmd("SET").arg(key).arg(value).arg("EX").arg(seconds(ttl)))
+    }
+
+    fn expire(&mut self, key: &[u8], ttl: Duration) -> Result<bool> {
+        self.query(cmd("EXPIRE").arg(key).arg(seconds(ttl)))
+    }
+
+    fn exists(&mut self, key: &[u8]) -> Result<bool> {
+        self.query(cmd("EXISTS").arg(key))
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<()> {
+        self.query::<i64>(cmd("DEL").arg(key)).map(drop)
+    }
+}
