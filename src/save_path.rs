@@ -298,3 +298,176 @@ fn url_decode(input: &[u8]) -> Vec<u8> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seed(host: &str, port: u16) -> Seed {
+        Seed {
+            host: host.into(),
+            port,
+        }
+    }
+
+    #[test]
+    fn full_phpredis_example() {
+        let path = parse(
+            "seed[]=host1:7000&seed[]=10.0.0.2:7001&timeout=2&read_timeout=2.5&failover=error&persistent=1&auth=secret",
+        )
+        .unwrap();
+        assert_eq!(
+            path.seeds,
+            vec![seed("host1", 7000), seed("10.0.0.2", 7001)]
+        );
+        assert_eq!(path.connect_timeout, Duration::from_secs(2));
+        assert_eq!(path.read_timeout, Duration::from_millis(2500));
+        assert_eq!(path.prefix, DEFAULT_PREFIX);
+        assert_eq!(
+            path.auth,
+            Some(Auth {
+                user: None,
+                password: "secret".into()
+            })
+        );
+    }
+
+    #[test]
+    fn defaults_apply_for_missing_or_zero_timeouts() {
+        let path = parse("seed[]=h:1&timeout=0").unwrap();
+        assert_eq!(path.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
+        assert_eq!(path.read_timeout, DEFAULT_READ_TIMEOUT);
+        assert_eq!(path.auth, None);
+    }
+
+    #[test]
+    fn seeds_accept_ipv6_and_decode_percent() {
+        let path = parse("seed[]=[::1]:7000&seed%5B%5D=127.0.0.1%3A7001").unwrap();
+        assert_eq!(path.seeds, vec![seed("::1", 7000), seed("127.0.0.1", 7001)]);
+    }
+
+    #[test]
+    fn prefix_forms() {
+        assert_eq!(parse("seed[]=h:1&prefix=").unwrap().prefix, b"");
+        assert_eq!(
+            parse("seed[]=h:1&prefix=a+b%7Bt%7D:").unwrap().prefix,
+            b"a b{t}:"
+        );
+        assert_eq!(
+            parse("seed[]=h:1&prefix[]=x"),
+            Err(SavePathError::NotAString("prefix"))
+        );
+    }
+
+    #[test]
+    fn auth_forms() {
+        let auth = |s: &str| parse(&format!("seed[]=h:1&{s}")).map(|p| p.auth);
+        let user_pass = Ok(Some(Auth {
+            user: Some("u".into()),
+            password: "p w".into(),
+        }));
+        assert_eq!(auth("auth[]=u&auth[]=p+w"), user_pass);
+        assert_eq!(auth("auth[user]=u&auth[pass]=p%20w"), user_pass);
+        assert_eq!(auth("auth[pass]=u&auth[user]=u&auth[pass]=p+w"), user_pass);
+        assert_eq!(
+            auth("auth[]=only"),
+            Ok(Some(Auth {
+                user: None,
+                password: "only".into()
+            }))
+        );
+        assert_eq!(auth("auth="), Ok(None));
+        assert_eq!(
+            auth("auth[]=a&auth[]=b&auth[]=c"),
+            Err(SavePathError::AuthArraySize)
+        );
+        assert_eq!(
+            auth("auth[x]=a&auth[y]=b"),
+            Err(SavePathError::AuthArrayKeys)
+        );
+        assert_eq!(auth("auth=%FF"), Err(SavePathError::NotUtf8("auth")));
+    }
+
+    #[test]
+    fn malformed_forms_are_errors() {
+        let cases: &[(&str, SavePathError)] = &[
+            ("", SavePathError::SeedNotArray),
+            ("tcp://127.0.0.1:6379", SavePathError::SeedNotArray),
+            ("seed=127.0.0.1:7000", SavePathError::SeedNotArray),
+            ("seed[]=nohost", SavePathError::BadSeed("nohost".into())),
+            ("seed[]=:7000", SavePathError::BadSeed(":7000".into())),
+            ("seed[]=h:0", SavePathError::BadSeed("h:0".into())),
+            ("seed[]=h:99999", SavePathError::BadSeed("h:99999".into())),
+            (
+                "seed[]=h:1&seed[]=h:x",
+                SavePathError::BadSeed("h:x".into()),
+            ),
+            ("seed[]=h:1&timeout=-1", SavePathError::NegativeTimeout),
+            (
+                "seed[]=h:1&read_timeout=-0.5",
+                SavePathError::NegativeTimeout,
+            ),
+            (
+                "seed[]=h:1&timeout=abc",
+                SavePathError::BadNumber {
+                    name: "timeout",
+                    value: "abc".into(),
+                },
+            ),
+            (
+                "seed[]=h:1&read_timeout=inf",
+                SavePathError::BadNumber {
+                    name: "read_timeout",
+                    value: "inf".into(),
+                },
+            ),
+            (
+                "seed[]=h:1&timeout[]=1",
+                SavePathError::NotAString("timeout"),
+            ),
+            (
+                "seed[]=h:1&stream[verify_peer]=0",
+                SavePathError::TlsUnsupported,
+            ),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(parse(input).as_ref(), Err(expected), "{input}");
+        }
+    }
+
+    #[test]
+    fn error_texts_never_contain_the_password() {
+        for input in [
+            "seed[]=h:1&auth[]=a&auth[]=s3cr3t&auth[]=c",
+            "seed[]=h:1&auth[x]=s3cr3t&auth[y]=b",
+        ] {
+            let message = parse(input).unwrap_err().to_string();
+            assert!(!message.contains("s3cr3t"), "{message}");
+        }
+        let debug = format!("{:?}", parse("seed[]=h:1&auth=s3cr3t").unwrap());
+        assert!(!debug.contains("s3cr3t"), "{debug}");
+    }
+
+    #[test]
+    fn query_parsing_follows_parse_str() {
+        let params = parse_query(b"a=1&a=2&b[]=x&b[]=y&b[k]=z&c&=&d[5]=p&d[]=q");
+        assert_eq!(params["a"], Param::Scalar(b"2".to_vec()));
+        assert_eq!(
+            params["b"],
+            Param::Array(vec![
+                (b"0".to_vec(), b"x".to_vec()),
+                (b"1".to_vec(), b"y".to_vec()),
+                (b"k".to_vec(), b"z".to_vec()),
+            ])
+        );
+        assert_eq!(params["c"], Param::Scalar(Vec::new()));
+        assert_eq!(
+            params["d"],
+            Param::Array(vec![
+                (b"5".to_vec(), b"p".to_vec()),
+                (b"6".to_vec(), b"q".to_vec())
+            ])
+        );
+        assert_eq!(url_decode(b"%41%zz%4"), b"A%zz%4");
+    }
+}

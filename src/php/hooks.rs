@@ -42,9 +42,14 @@ fn guard<T>(hook: &str, failure: T, body: impl FnOnce() -> Result<T>) -> T {
     }
 }
 
-/// Current settings; a clamped `session.gc_maxlifetime` gets phpredis's notice.
 fn settings() -> Settings {
-    let settings = Settings::load(&PhpIni);
+    Settings::load(&PhpIni)
+}
+
+/// Settings for a hook that stores data; a clamped `session.gc_maxlifetime`
+/// gets phpredis's notice there, once per read and once per write.
+fn settings_with_ttl_notice() -> Settings {
+    let settings = settings();
     if let Some(notice) = settings.ttl_notice {
         php_error(&ErrorType::Notice, notice);
     }
@@ -115,7 +120,7 @@ pub unsafe extern "C" fn read(
     _maxlifetime: zend_long,
 ) -> zend_result {
     guard("read", FAILURE, || {
-        let settings = settings();
+        let settings = settings_with_ttl_notice();
         let data = unsafe { handler(mod_data)?.read(bytes(key), &settings)? };
         // SAFETY: PHP owns and frees the non-persistent string.
         unsafe { *val = new_zend_string(&data) };
@@ -130,7 +135,7 @@ pub unsafe extern "C" fn write(
     _maxlifetime: zend_long,
 ) -> zend_result {
     guard("write", FAILURE, || {
-        let settings = settings();
+        let settings = settings_with_ttl_notice();
         unsafe { handler(mod_data)?.write(bytes(key), bytes(val), &settings)? };
         Ok(SUCCESS)
     })

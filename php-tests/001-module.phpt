@@ -1,0 +1,51 @@
+--TEST--
+The module loads, depends on session, registers the handler and phpredis's INI names
+--FILE--
+<?php
+require __DIR__ . '/inc/setup.php';
+var_dump(extension_loaded('rediscluster_session'));
+$ext = new ReflectionExtension('rediscluster_session');
+var_dump($ext->getDependencies());
+foreach (['locking_enabled', 'lock_expire', 'lock_wait_time', 'lock_retries', 'lock_failure_readonly',
+          'lock_release_cmd', 'early_refresh', 'compression', 'compression_level'] as $name) {
+    echo "redis.session.$name=", ini_get("redis.session.$name"), "\n";
+}
+ini_set('redis.session.lock_retries', '7');
+ob_start();
+phpinfo(INFO_MODULES);
+$info = ob_get_clean();
+preg_match('/rediscluster_session support.*?(?=\n\n)/s', $info, $m);
+echo $m[0], "\n";
+preg_match('/Registered save handlers => (.*)/', $info, $m);
+echo $m[0], "\n";
+?>
+--EXPECTF--
+bool(true)
+array(2) {
+  ["session"]=>
+  string(8) "Required"
+  ["redis"]=>
+  string(8) "Optional"
+}
+redis.session.locking_enabled=0
+redis.session.lock_expire=0
+redis.session.lock_wait_time=20000
+redis.session.lock_retries=100
+redis.session.lock_failure_readonly=0
+redis.session.lock_release_cmd=eval
+redis.session.early_refresh=0
+redis.session.compression=none
+redis.session.compression_level=3
+rediscluster_session support => enabled
+Version => %s
+Save handler => rediscluster
+redis.session.locking_enabled (effective) => 0
+redis.session.lock_expire (effective) => 0
+redis.session.lock_wait_time (effective) => 20000
+redis.session.lock_retries (effective) => 7
+redis.session.lock_failure_readonly (effective) => 0
+redis.session.lock_release_cmd (effective) => eval
+redis.session.early_refresh (effective) => 0
+redis.session.compression (effective) => none
+redis.session.compression_level (effective) => 3
+Registered save handlers => files user rediscluster 

@@ -1,0 +1,201 @@
+<?php
+// Shared helpers for the .phpt tests. They run against the real local cluster
+// whose seeds are in RCS_SEEDS ("host:port,host:port,..."), and start child PHP
+// processes with the extension in RCS_EXT. scripts/test.sh sets both.
+
+error_reporting(E_ALL);
+// Session INI cannot change once output has gone out (headers are "sent").
+ob_start();
+
+function rcs_env(string $name): string {
+    $value = getenv($name);
+    if ($value === false || $value === '') {
+        fwrite(STDERR, "$name is not set: run the tests through scripts/test.sh\n");
+        exit(1);
+    }
+    return $value;
+}
+
+/** @return list<array{0:string,1:int}> */
+function rcs_seeds(): array {
+    return array_map(function ($s) {
+        [$host, $port] = explode(':', $s);
+        return [$host, (int)$port];
+    }, explode(',', rcs_env('RCS_SEEDS')));
+}
+
+function rcs_save_path(string $extra = ''): string {
+    $parts = array_map(fn($s) => "seed[]={$s[0]}:{$s[1]}", array_slice(rcs_seeds(), 0, 3));
+    return implode('&', $parts) . ($extra === '' ? '' : "&$extra");
+}
+
+/** A prefix of its own for each test, so tests never see each other's keys. */
+function rcs_prefix(): string {
+    static $prefix;
+    return $prefix ??= getenv('RCS_PREFIX') ?: 'RCS_TEST:' . bin2hex(random_bytes(4)) . ':';
+}
+
+/** INI for a CLI session that sends no headers. */
+function rcs_session_ini(array $extra = []): array {
+    return $extra + [
+        'session.save_handler' => 'rediscluster',
+        'session.save_path' => rcs_save_path('prefix=' . urlencode(rcs_prefix())),
+        'session.use_cookies' => '0',
+        'session.use_only_cookies' => '0',
+        'session.cache_limiter' => '',
+        'session.use_strict_mode' => '0',
+    ];
+}
+
+function rcs_use_session(array $extra = []): void {
+    foreach (rcs_session_ini($extra) as $k => $v) {
+        ini_set($k, (string)$v);
+    }
+}
+
+// ---- A minimal RESP client, so assertions do not depend on phpredis. ----
+
+final class Resp {
+    /** @var array<string,resource> */
+    private static array $sockets = [];
+
+    private static function socket(string $addr) {
+        if (!isset(self::$sockets[$addr])) {
+            $s = stream_socket_client("tcp://$addr", $errno, $errstr, 2);
+            if (!$s) throw new RuntimeException("connect $addr: $errstr");
+            stream_set_timeout($s, 5);
+            self::$sockets[$addr] = $s;
+        }
+        return self::$sockets[$addr];
+    }
+
+    /** Sends one command to $addr and returns the reply (errors as RespError). */
+    public static function send(string $addr, array $args) {
+        $s = self::socket($addr);
+        $out = '*' . count($args) . "\r\n";
+        foreach ($args as $a) {
+            $a = (string)$a;
+            $out .= '$' . strlen($a) . "\r\n$a\r\n";
+        }
+        for ($off = 0; $off < strlen($out); $off += $n) {
+            $n = fwrite($s, substr($out, $off));
+            if (!$n) throw new RuntimeException("write to $addr failed");
+        }
+        return self::read($s);
+    }
+
+    private static function read($s) {
+        $line = fgets($s);
+        if ($line === false) throw new RuntimeException('connection closed');
+        $type = $line[0];
+        $body = substr($line, 1, -2);
+        switch ($type) {
+            case '+': return $body;
+            case '-': return new RespError($body);
+            case ':': return (int)$body;
+            case '$':
+                if ((int)$body < 0) return null;
+                $data = '';
+                $want = (int)$body + 2;
+                while (strlen($data) < $want) {
+                    $chunk = fread($s, $want - strlen($data));
+                    if ($chunk === false || $chunk === '') throw new RuntimeException('short read');
+                    $data .= $chunk;
+                }
+                return substr($data, 0, -2);
+            case '*':
+                if ((int)$body < 0) return null;
+                $items = [];
+                for ($i = 0; $i < (int)$body; $i++) $items[] = self::read($s);
+                return $items;
+        }
+        throw new RuntimeException("bad reply: $line");
+    }
+}
+
+final class RespError {
+    public function __construct(public string $message) {}
+}
+
+/** A command on the cluster, following MOVED to the key's primary. */
+function rcs_cmd(string ...$args) {
+    [$host, $port] = rcs_seeds()[0];
+    $addr = "$host:$port";
+    for ($i = 0; $i < 5; $i++) {
+        $reply = Resp::send($addr, $args);
+        if ($reply instanceof RespError && str_starts_with($reply->message, 'MOVED ')) {
+            $addr = explode(' ', $reply->message)[2];
+            continue;
+        }
+        return $reply;
+    }
+    throw new RuntimeException('too many redirects');
+}
+
+/** Keys matching $pattern on every primary of the cluster. */
+function rcs_keys(string $pattern): array {
+    $keys = [];
+    foreach (rcs_seeds() as [$host, $port]) {
+        $role = Resp::send("$host:$port", ['ROLE']);
+        if ($role[0] === 'master') {
+            $keys = array_merge($keys, Resp::send("$host:$port", ['KEYS', $pattern]));
+        }
+    }
+    sort($keys);
+    return $keys;
+}
+
+// ---- Child PHP processes ----
+
+/**
+ * The command line of a child PHP with the given INI and extensions, in load
+ * order; by default just this extension.
+ */
+function rcs_php_command(array $ini, ?array $load = null): array {
+    $cmd = [PHP_BINARY, '-n'];
+    foreach ($load ?? [rcs_ext()] as $ext) {
+        array_push($cmd, '-d', "extension=$ext");
+    }
+    foreach ($ini as $k => $v) {
+        array_push($cmd, '-d', "$k=\"$v\"");   // quoted: save paths hold INI syntax like & and []
+    }
+    return $cmd;
+}
+
+function rcs_ext(): string {
+    return rcs_env('RCS_EXT');
+}
+
+/** phpredis as Debian ships it (it needs igbinary loaded first). */
+const PHPREDIS = ['igbinary', 'redis'];
+
+/**
+ * Starts a child PHP running $code in the background, with the helpers loaded
+ * and this test's session INI. Returns what rcs_wait() takes.
+ */
+function rcs_spawn(string $code, array $ini = [], ?array $load = null): array {
+    $script = tempnam(sys_get_temp_dir(), "rcs");
+    unlink($script);
+    $script .= ".php";
+    file_put_contents($script, "<?php require " . var_export(__FILE__, true) . ";\n" . $code);
+    $cmd = rcs_php_command(rcs_session_ini($ini), $load);
+    $cmd[] = $script;
+    $env = ['RCS_PREFIX' => rcs_prefix()] + getenv();
+    $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['redirect', 1]], $pipes, null, $env);
+    return [$proc, $pipes[1], $script];
+}
+
+/** Waits for a child from rcs_spawn and returns its output. */
+function rcs_wait(array $child): string {
+    [$proc, $out, $script] = $child;
+    $output = stream_get_contents($out);
+    fclose($out);
+    proc_close($proc);
+    @unlink($script);
+    return $output;
+}
+
+/** Runs code in a child PHP process and returns its output. */
+function rcs_php(string $code, array $ini = [], ?array $load = null): string {
+    return rcs_wait(rcs_spawn($code, $ini, $load));
+}

