@@ -38,6 +38,7 @@ redis.session.compression=none
 redis.session.compression_level=3
 rediscluster_session support => enabled
 Version => %s
+Built for PHP => %d.%d.%d
 Save handler => rediscluster
 redis.session.locking_enabled (effective) => 0
 redis.session.lock_expire (effective) => 0

@@ -3,6 +3,13 @@
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 EXT_SO="$ROOT/target/release/librediscluster_session.so"
 
+# The PHP that ext-php-rs builds against; config.m4 passes the same values, so
+# a phpize build reuses cargo's build cache instead of starting over.
+if command -v php-config >/dev/null; then
+    export PHP_CONFIG=${PHP_CONFIG:-$(command -v php-config)}
+    export PHP=${PHP:-$(php-config --php-binary)}
+fi
+
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 

@@ -50,6 +50,10 @@ pub fn session_key(prefix: &[u8], sid: &[u8]) -> Result<Vec<u8>, KeyError> {
 /// no braces: `{key}_LOCK`; a valid non-empty first `{tag}`: `key_LOCK`;
 /// any other brace shape is rejected, as in phpredis PR #2836.
 pub fn lock_key(session_key: &[u8]) -> Result<Vec<u8>, KeyError> {
+    // `{}` would be an empty tag; data keys always hold a session id anyway.
+    if session_key.is_empty() {
+        return Err(KeyError::InvalidSessionId);
+    }
     if hash_tag(session_key).is_some() {
         return Ok([session_key, LOCK_SUFFIX].concat());
     }

@@ -166,3 +166,79 @@ impl SessionStore for ClusterStore {
         self.query::<i64>(cmd("DEL").arg(key)).map(drop)
     }
 }
+
+/// Tests against the real cluster named by RCS_SEEDS; `scripts/test.sh` runs
+/// them with `cargo test -- --ignored` after starting a cluster.
+#[cfg(test)]
+mod cluster_tests {
+    use super::*;
+    use crate::keys::{hash_slot, lock_key};
+    use crate::save_path;
+
+    fn store() -> ClusterStore {
+        let seeds =
+            std::env::var("RCS_SEEDS").expect("RCS_SEEDS=host:port,... of a running cluster");
+        let path = seeds
+            .split(',')
+            .map(|seed| format!("seed[]={seed}"))
+            .collect::<Vec<_>>()
+            .join("&");
+        ClusterStore::new((&save_path::parse(&path).unwrap()).into())
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn hash_slots_match_cluster_keyslot() {
+        let store = store();
+        let mut keys: Vec<Vec<u8>> = [
+            "",
+            "foo",
+            "{user1000}.following",
+            "foo{}{bar}",
+            "foo{{bar}}zap",
+            "{}",
+            "a}b{c",
+        ]
+        .iter()
+        .map(|k| k.as_bytes().to_vec())
+        .collect();
+        keys.extend(
+            (0..200u32).map(|i| format!("PHPREDIS_CLUSTER_SESSION:{i:x}{}", i * 7919).into_bytes()),
+        );
+        keys.push(vec![0, 0xff, b'{', 0x80, b'}']);
+        for key in keys {
+            let server: u16 = store
+                .query(cmd("CLUSTER").arg("KEYSLOT").arg(&key))
+                .unwrap();
+            assert_eq!(hash_slot(&key), server, "{key:?}");
+            if let Ok(lock) = lock_key(&key) {
+                let lock_slot: u16 = store
+                    .query(cmd("CLUSTER").arg("KEYSLOT").arg(&lock))
+                    .unwrap();
+                assert_eq!(lock_slot, server, "lock key of {key:?}");
+            }
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn store_commands_round_trip_binary_data() {
+        let mut store = store();
+        let key = format!("RCS_UNIT:{}", std::process::id()).into_bytes();
+        let value: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
+        store.delete(&key).unwrap();
+        assert_eq!(store.get(&key, None).unwrap(), None);
+        assert!(!store.exists(&key).unwrap());
+        assert!(!store.expire(&key, Duration::from_secs(5)).unwrap());
+        store.set(&key, &value, Duration::from_secs(60)).unwrap();
+        assert!(store.exists(&key).unwrap());
+        assert_eq!(
+            store.get(&key, Some(Duration::from_secs(90))).unwrap(),
+            Some(value)
+        );
+        let ttl: i64 = store.query(cmd("TTL").arg(&key)).unwrap();
+        assert!((85..=90).contains(&ttl), "{ttl}");
+        store.delete(&key).unwrap();
+        assert!(!store.exists(&key).unwrap());
+    }
+}

@@ -146,6 +146,7 @@ unsafe extern "C" fn info(_module: *mut ModuleEntry) {
     unsafe { php_info_print_table_start() };
     row("rediscluster_session support", "enabled");
     row("Version", env!("CARGO_PKG_VERSION"));
+    row("Built for PHP", env!("RCS_BUILT_FOR_PHP"));
     // SAFETY: as in take_over_phpredis_handler.
     let serving =
         unsafe { _php_find_ps_module(HANDLER_NAME.as_ptr()) } == &raw const SESSION_MODULE.0;

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what is needed, builds, and runs every test: Rust unit tests, the
+# phpize build, then the cluster tests (Rust and .phpt) against a local Redis
+# cluster and a local Valkey cluster, each started and stopped here.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+"$ROOT/scripts/install-deps.sh"
+"$ROOT/scripts/build.sh"
+cargo test --locked
+"$ROOT/scripts/phpize-build.sh"
+
+trap '"$ROOT/scripts/cluster.sh" stop redis; "$ROOT/scripts/cluster.sh" stop valkey' EXIT
+passed=0 failed=0
+for flavor in redis valkey; do
+    "$ROOT/scripts/cluster.sh" start "$flavor"
+    RCS_SEEDS=$(cluster_seeds "$(default_base_port "$flavor")") cargo test --locked -- --ignored
+    if out=$("$ROOT/scripts/php-tests.sh" "$flavor" 2>&1); then status=0; else status=$?; fi
+    printf '%s\n' "$out" | grep -vE '^TEST [0-9]+/[0-9]+' || true
+    passed=$((passed + $(printf '%s\n' "$out" | sed -n 's/^Tests passed *: *\([0-9]*\).*/\1/p')))
+    failed=$((failed + $(printf '%s\n' "$out" | sed -n 's/^Tests failed *: *\([0-9]*\).*/\1/p')))
+    "$ROOT/scripts/cluster.sh" stop "$flavor"
+    [ "$status" -eq 0 ] || { echo "php-tests: $passed passed, $failed failed"; exit 1; }
+done
+echo "php-tests: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
