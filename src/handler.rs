@@ -6,8 +6,9 @@
 use anyhow::{Result, bail};
 
 use crate::keys;
+use crate::lock::{self, Acquired, HeldLock};
 use crate::save_path;
-use crate::settings::Settings;
+use crate::settings::{ReleaseCommand, Settings};
 use crate::store::{ClusterStore, SessionStore};
 
 /// How many fresh ids `create_sid` tries in strict mode before giving up.
@@ -18,6 +19,12 @@ pub struct SessionHandler<S> {
     prefix: Vec<u8>,
     /// The last read found no data key, so an early refresh refreshed nothing.
     key_missing: bool,
+    /// The session lock, from the read until it is released.
+    lock: Option<HeldLock>,
+    /// How to release `lock` when close has to.
+    release: ReleaseCommand,
+    /// Warnings for PHP from a hook that still succeeded.
+    warnings: Vec<&'static str>,
 }
 
 impl SessionHandler<ClusterStore> {
@@ -38,35 +45,98 @@ impl<S: SessionStore> SessionHandler<S> {
             store,
             prefix,
             key_missing: false,
+            lock: None,
+            release: ReleaseCommand::Eval,
+            warnings: Vec::new(),
         }
+    }
+
+    /// Warnings the last hook left for PHP.
+    pub fn take_warnings(&mut self) -> Vec<&'static str> {
+        std::mem::take(&mut self.warnings)
     }
 
     fn key(&self, sid: &[u8]) -> Result<Vec<u8>> {
         Ok(keys::session_key(&self.prefix, sid)?)
     }
 
-    /// The session data; a missing session is empty data, not an error.
+    /// The session data; a missing session is empty data, not an error. With
+    /// locking on, the lock is taken first and the data read under it.
     pub fn read(&mut self, sid: &[u8], settings: &Settings) -> Result<Vec<u8>> {
         let key = self.key(sid)?;
         let refresh = settings.early_refresh.then_some(settings.session_ttl);
-        let data = self.store.get(&key, refresh)?;
+        let data = match &settings.lock {
+            Some(lock_settings) if self.lock.is_none() => {
+                let lock_key = keys::lock_key(&key)?;
+                self.release = lock_settings.release;
+                match lock::acquire_and_read(
+                    &mut self.store,
+                    &key,
+                    &lock_key,
+                    lock_settings,
+                    refresh,
+                )? {
+                    Acquired::Locked(held, data) => {
+                        self.lock = Some(held);
+                        data
+                    }
+                    Acquired::Busy(data) if lock_settings.failure_readonly => {
+                        self.warnings
+                            .push("Failed to acquire session lock, session will be read only");
+                        data
+                    }
+                    Acquired::Busy(_) => bail!("Failed to acquire session lock"),
+                }
+            }
+            _ => self.store.get(&key, refresh)?,
+        };
         self.key_missing = data.is_none();
         Ok(data.unwrap_or_default())
     }
 
+    /// Stores the data. With locking on, only while our lock is still held,
+    /// atomically, and the lock is released in the same call: PHP always
+    /// closes right after its final write.
     pub fn write(&mut self, sid: &[u8], data: &[u8], settings: &Settings) -> Result<()> {
         let key = self.key(sid)?;
-        self.store.set(&key, data, settings.session_ttl)
+        match &self.lock {
+            Some(held) => {
+                let stored = lock::write_and_release(
+                    &mut self.store,
+                    &key,
+                    held,
+                    data,
+                    settings.session_ttl,
+                )?;
+                // Released, or no longer ours: either way close has nothing to release.
+                self.lock = None;
+                if !stored {
+                    bail!("Session lock expired");
+                }
+                Ok(())
+            }
+            None if settings.lock.is_some() => {
+                bail!("Unable to write session: session lock not held")
+            }
+            None => self.store.set(&key, data, settings.session_ttl),
+        }
     }
 
     /// `session.lazy_write` with unchanged data: refresh the TTL only, unless
-    /// the read already did (early_refresh); rewrite the data if the key is gone.
+    /// the read already did (early_refresh); rewrite the data if the key is
+    /// gone (only under our lock when locking is on). A held lock is released
+    /// in the same call.
     pub fn update_timestamp(&mut self, sid: &[u8], data: &[u8], settings: &Settings) -> Result<()> {
         let key = self.key(sid)?;
         if settings.early_refresh && !self.key_missing {
             return Ok(());
         }
-        if !self.store.expire(&key, settings.session_ttl)? {
+        if let Some(held) = &self.lock {
+            lock::touch_and_release(&mut self.store, &key, held, data, settings.session_ttl)?;
+            self.lock = None;
+            return Ok(());
+        }
+        if !self.store.expire(&key, settings.session_ttl)? && settings.lock.is_none() {
             self.store.set(&key, data, settings.session_ttl)?;
         }
         Ok(())
@@ -100,12 +170,25 @@ impl<S: SessionStore> SessionHandler<S> {
         bail!("Could not create an unused session id in {SID_ATTEMPTS} attempts")
     }
 
+    /// Deletes the session, and releases our lock in the same call.
     pub fn destroy(&mut self, sid: &[u8]) -> Result<()> {
         let key = self.key(sid)?;
-        self.store.delete(&key)
+        match &self.lock {
+            Some(held) => {
+                lock::destroy_and_release(&mut self.store, &key, held)?;
+                self.lock = None;
+                Ok(())
+            }
+            None => self.store.delete(&key),
+        }
     }
 
+    /// Releases a lock that no write released: session_abort(),
+    /// read_and_close, a write that failed in transit, a fatal error.
     pub fn close(&mut self) -> Result<()> {
-        Ok(())
+        match self.lock.take() {
+            Some(held) => lock::release(&mut self.store, &held, self.release),
+            None => Ok(()),
+        }
     }
 }

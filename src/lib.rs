@@ -4,11 +4,13 @@
 //! Layout: `php/` is the only unsafe code, the FFI boundary with PHP's session
 //! API. Everything else is a safe core that knows nothing of PHP:
 //! `save_path` (the save_path grammar), `settings` (INI-derived settings),
-//! `keys` (data key, lock key, hash slots), `handler` (one method per session
+//! `keys` (data key, lock key, hash slots), `lock` (the lock protocol and
+//! its Lua scripts), `handler` (one method per session
 //! hook) and `store` (the storage interface and its cluster client).
 
 pub mod handler;
 pub mod keys;
+pub mod lock;
 pub mod save_path;
 pub mod settings;
 pub mod store;

@@ -13,7 +13,9 @@ use anyhow::{Context, Result};
 use redis::cluster::{ClusterClient, ClusterConnection};
 use redis::{Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind, cmd};
 
+use crate::lock::LuaScript;
 use crate::save_path::{Auth, SavePath, Seed};
+use crate::settings::ReleaseCommand;
 
 /// What the session logic needs from storage. Every command goes to the
 /// primary that owns the key's slot.
@@ -26,6 +28,16 @@ pub trait SessionStore {
     fn expire(&mut self, key: &[u8], ttl: Duration) -> Result<bool>;
     fn exists(&mut self, key: &[u8]) -> Result<bool>;
     fn delete(&mut self, key: &[u8]) -> Result<()>;
+    /// Runs a script on the primary of its keys' slot (EVALSHA, then EVAL on NOSCRIPT).
+    fn eval(&mut self, script: &LuaScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<redis::Value>;
+    /// DELEX/DELIFEQ compare-and-delete: whether it deleted, or `None` when
+    /// the server lacks the command (then not tried again on this connection).
+    fn delete_if_equal(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        command: ReleaseCommand,
+    ) -> Result<Option<bool>>;
 }
 
 /// Everything that identifies a cluster connection; a change of any of it
@@ -53,9 +65,16 @@ impl From<&SavePath> for ConnectionConfig {
 /// failing node costs a bounded multiple of the timeouts.
 const CLIENT_RETRIES: u32 = 2;
 
+/// A cluster connection and what was learnt about its servers.
+struct Connection {
+    config: ConnectionConfig,
+    cluster: ClusterConnection,
+    /// Release commands that answered "unknown command".
+    unsupported: Vec<ReleaseCommand>,
+}
+
 thread_local! {
-    static CONNECTION: RefCell<Option<(ConnectionConfig, ClusterConnection)>> =
-        const { RefCell::new(None) };
+    static CONNECTION: RefCell<Option<Connection>> = const { RefCell::new(None) };
 }
 
 pub struct ClusterStore {
@@ -71,19 +90,19 @@ impl ClusterStore {
     /// connection that saw a transport error is dropped, never reused.
     fn with_connection<T>(
         &self,
-        f: impl FnOnce(&mut ClusterConnection) -> redis::RedisResult<T>,
+        f: impl FnOnce(&mut Connection) -> redis::RedisResult<T>,
     ) -> Result<T> {
         CONNECTION.with(|cell| {
             let mut cached = cell.borrow_mut();
-            if cached
-                .as_ref()
-                .is_none_or(|(config, _)| *config != self.config)
-            {
+            if cached.as_ref().is_none_or(|c| c.config != self.config) {
                 *cached = None;
-                let connection = connect(&self.config)?;
-                *cached = Some((self.config.clone(), connection));
+                *cached = Some(Connection {
+                    config: self.config.clone(),
+                    cluster: connect(&self.config)?,
+                    unsupported: Vec::new(),
+                });
             }
-            let (_, connection) = cached.as_mut().expect("connection was just created");
+            let connection = cached.as_mut().expect("connection was just created");
             f(connection).map_err(|err| {
                 if !leaves_connection_usable(&err) {
                     *cached = None;
@@ -94,7 +113,7 @@ impl ClusterStore {
     }
 
     pub fn query<T: FromRedisValue>(&self, command: &Cmd) -> Result<T> {
-        self.with_connection(|connection| command.query(connection))
+        self.with_connection(|connection| command.query(&mut connection.cluster))
     }
 }
 
@@ -165,6 +184,55 @@ impl SessionStore for ClusterStore {
     fn delete(&mut self, key: &[u8]) -> Result<()> {
         self.query::<i64>(cmd("DEL").arg(key)).map(drop)
     }
+
+    fn eval(&mut self, script: &LuaScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<redis::Value> {
+        let invoke = |verb: &str, body: &str| {
+            let mut command = cmd(verb);
+            command.arg(body).arg(keys.len()).arg(keys).arg(args);
+            command
+        };
+        self.with_connection(|connection| {
+            match invoke("EVALSHA", script.sha1()).query(&mut connection.cluster) {
+                Err(err) if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                    invoke("EVAL", script.source()).query(&mut connection.cluster)
+                }
+                result => result,
+            }
+        })
+    }
+
+    fn delete_if_equal(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        command: ReleaseCommand,
+    ) -> Result<Option<bool>> {
+        let request = match command {
+            ReleaseCommand::Delex => cmd("DELEX").arg(key).arg("IFEQ").arg(value).clone(),
+            ReleaseCommand::Delifeq => cmd("DELIFEQ").arg(key).arg(value).clone(),
+            ReleaseCommand::Eval => return Ok(None),
+        };
+        self.with_connection(|connection| {
+            if connection.unsupported.contains(&command) {
+                return Ok(None);
+            }
+            match request.query::<i64>(&mut connection.cluster) {
+                Ok(deleted) => Ok(Some(deleted == 1)),
+                Err(err) if is_unknown_command(&err) => {
+                    connection.unsupported.push(command);
+                    Ok(None)
+                }
+                Err(err) => Err(err),
+            }
+        })
+    }
+}
+
+fn is_unknown_command(err: &RedisError) -> bool {
+    err.code().is_some_and(|code| code == "ERR")
+        && err
+            .detail()
+            .is_some_and(|detail| detail.starts_with("unknown command"))
 }
 
 /// Tests against the real cluster named by RCS_SEEDS; `scripts/test.sh` runs

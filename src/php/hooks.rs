@@ -66,6 +66,24 @@ unsafe fn handler<'a>(mod_data: ModData) -> Result<&'a mut Handler> {
         .ok_or_else(|| anyhow!("rediscluster: the session storage is not open"))
 }
 
+/// Runs `f` on the open handler, then raises the warnings it left; they are
+/// collected first so no borrow of the handler is live while PHP runs.
+///
+/// # Safety
+/// As for [`handler`].
+unsafe fn with_handler<T>(
+    mod_data: ModData,
+    f: impl FnOnce(&mut Handler) -> Result<T>,
+) -> Result<T> {
+    let handler = unsafe { handler(mod_data)? };
+    let result = f(handler);
+    let warnings = handler.take_warnings();
+    for message in warnings {
+        warn(message);
+    }
+    result
+}
+
 /// # Safety
 /// `string` is a live zend_string for the duration of the hook.
 unsafe fn bytes<'a>(string: *mut zend_string) -> &'a [u8] {
@@ -121,7 +139,7 @@ pub unsafe extern "C" fn read(
 ) -> zend_result {
     guard("read", FAILURE, || {
         let settings = settings_with_ttl_notice();
-        let data = unsafe { handler(mod_data)?.read(bytes(key), &settings)? };
+        let data = unsafe { with_handler(mod_data, |h| h.read(bytes(key), &settings))? };
         // SAFETY: PHP owns and frees the non-persistent string.
         unsafe { *val = new_zend_string(&data) };
         Ok(SUCCESS)
@@ -136,7 +154,7 @@ pub unsafe extern "C" fn write(
 ) -> zend_result {
     guard("write", FAILURE, || {
         let settings = settings_with_ttl_notice();
-        unsafe { handler(mod_data)?.write(bytes(key), bytes(val), &settings)? };
+        unsafe { with_handler(mod_data, |h| h.write(bytes(key), bytes(val), &settings))? };
         Ok(SUCCESS)
     })
 }
@@ -149,14 +167,18 @@ pub unsafe extern "C" fn update_timestamp(
 ) -> zend_result {
     guard("update_timestamp", FAILURE, || {
         let settings = settings();
-        unsafe { handler(mod_data)?.update_timestamp(bytes(key), bytes(val), &settings)? };
+        unsafe {
+            with_handler(mod_data, |h| {
+                h.update_timestamp(bytes(key), bytes(val), &settings)
+            })?
+        };
         Ok(SUCCESS)
     })
 }
 
 pub unsafe extern "C" fn destroy(mod_data: ModData, key: *mut zend_string) -> zend_result {
     guard("destroy", FAILURE, || {
-        unsafe { handler(mod_data)?.destroy(bytes(key))? };
+        unsafe { with_handler(mod_data, |h| h.destroy(bytes(key)))? };
         Ok(SUCCESS)
     })
 }
@@ -176,7 +198,7 @@ pub unsafe extern "C" fn gc(
 
 pub unsafe extern "C" fn validate_sid(mod_data: ModData, key: *mut zend_string) -> zend_result {
     guard("validate_sid", FAILURE, || {
-        let exists = unsafe { handler(mod_data)?.validate_sid(bytes(key))? };
+        let exists = unsafe { with_handler(mod_data, |h| h.validate_sid(bytes(key)))? };
         Ok(if exists { SUCCESS } else { FAILURE })
     })
 }

@@ -1,0 +1,389 @@
+//! The session lock protocol on a cluster.
+//!
+//! The lock key lives on the data key's slot (see [`crate::keys::lock_key`]),
+//! so every step is one atomic Lua call on the slot's primary:
+//! - read = acquire + read: the data returned is always the one read under
+//!   the lock, never a value read before it;
+//! - write = check-and-write (+ release): nothing is stored unless the lock
+//!   still holds our secret, closing phpredis's GET-then-SETEX race;
+//! - update_timestamp = refresh TTL (+ rewrite if gone) + release;
+//! - destroy = delete + release.
+//!
+//! A locked session that changed costs 2 round trips: acquire+read and
+//! write+release. Each acquisition has a fresh 16-byte random secret; an
+//! acquire that is retried after its reply was lost recognises its own secret.
+
+use std::sync::OnceLock;
+use std::thread::sleep;
+
+use anyhow::{Result, bail};
+use redis::Value;
+
+use crate::settings::{LockSettings, ReleaseCommand};
+use crate::store::SessionStore;
+
+/// A Lua script with its SHA1, for EVALSHA with an EVAL fallback.
+pub struct LuaScript {
+    source: &'static str,
+    sha1: OnceLock<String>,
+}
+
+impl LuaScript {
+    const fn new(source: &'static str) -> Self {
+        LuaScript {
+            source,
+            sha1: OnceLock::new(),
+        }
+    }
+
+    pub fn source(&self) -> &'static str {
+        self.source
+    }
+
+    pub fn sha1(&self) -> &str {
+        self.sha1
+            .get_or_init(|| redis::Script::new(self.source).get_hash().to_owned())
+    }
+}
+
+/// KEYS: data, lock. ARGV: secret, lock TTL ms, data TTL s (0: plain GET),
+/// "1" to read the data even when the lock is busy (read-only fallback).
+/// Returns {1, data} when the lock is ours, {0, data-or-nil} when busy.
+static ACQUIRE_AND_READ: LuaScript = LuaScript::new(
+    r"local owner = redis.call('GET', KEYS[2])
+if owner == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+elseif owner then
+  if ARGV[4] ~= '1' then return {0} end
+  return {0, redis.call('GET', KEYS[1])}
+else
+  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+end
+if tonumber(ARGV[3]) > 0 then
+  return {1, redis.call('GETEX', KEYS[1], 'EX', ARGV[3])}
+end
+return {1, redis.call('GET', KEYS[1])}",
+);
+
+/// KEYS: data, lock. ARGV: secret, data, data TTL s. Stores and releases only
+/// while the lock holds the secret; returns 1 if it did, 0 if the lock was lost.
+static WRITE_AND_RELEASE: LuaScript = LuaScript::new(
+    r"if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+redis.call('DEL', KEYS[2])
+return 1",
+);
+
+/// KEYS: data, lock. ARGV: secret, data, data TTL s. Refreshes the TTL (allowed
+/// without the lock, as in phpredis); rewrites a vanished key and releases the
+/// lock only while it holds the secret. Returns 1 if the lock was ours.
+static TOUCH_AND_RELEASE: LuaScript = LuaScript::new(
+    r"local held = redis.call('GET', KEYS[2]) == ARGV[1]
+if redis.call('EXPIRE', KEYS[1], ARGV[3]) == 0 and held then
+  redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+end
+if held then redis.call('DEL', KEYS[2]) return 1 end
+return 0",
+);
+
+/// KEYS: data, lock. ARGV: secret. Deletes the data; releases the lock if ours.
+static DESTROY_AND_RELEASE: LuaScript = LuaScript::new(
+    r"redis.call('DEL', KEYS[1])
+if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+return 1",
+);
+
+/// phpredis's release script, byte for byte, so both share one cached SHA.
+static RELEASE: LuaScript = LuaScript::new(
+    r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#,
+);
+
+/// A lock this process holds: the key and the secret that proves it.
+#[derive(Debug)]
+pub struct HeldLock {
+    pub lock_key: Vec<u8>,
+    secret: String,
+}
+
+pub enum Acquired {
+    /// The lock is ours; the data was read under it (`None`: no session yet).
+    Locked(HeldLock, Option<Vec<u8>>),
+    /// Gave up waiting. The data is there only when `failure_readonly` asked for it.
+    Busy(Option<Vec<u8>>),
+}
+
+/// 16 bytes from the OS CSPRNG as 32 hex digits, new for each acquisition.
+fn new_secret() -> Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)
+        .map_err(|err| anyhow::anyhow!("no OS randomness for the lock secret: {err}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn millis(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1)
+}
+
+fn seconds(duration: std::time::Duration) -> u64 {
+    duration.as_secs().max(1)
+}
+
+/// Takes the lock and reads the data, retrying while it is busy: `retries`
+/// more attempts (or forever), `wait` apart.
+pub fn acquire_and_read(
+    store: &mut impl SessionStore,
+    data_key: &[u8],
+    lock_key: &[u8],
+    lock: &LockSettings,
+    refresh: Option<std::time::Duration>,
+) -> Result<Acquired> {
+    let secret = new_secret()?;
+    let lock_ms = millis(lock.ttl).to_string();
+    let refresh_s = refresh.map_or(0, seconds).to_string();
+    let mut attempt: u64 = 0;
+    loop {
+        let last = lock.retries.is_some_and(|retries| attempt >= retries);
+        let read_if_busy = if last && lock.failure_readonly {
+            "1"
+        } else {
+            "0"
+        };
+        let reply = store.eval(
+            &ACQUIRE_AND_READ,
+            &[data_key, lock_key],
+            &[
+                secret.as_bytes(),
+                lock_ms.as_bytes(),
+                refresh_s.as_bytes(),
+                read_if_busy.as_bytes(),
+            ],
+        )?;
+        let (locked, data) = parse_acquire_reply(reply)?;
+        if locked {
+            let held = HeldLock {
+                lock_key: lock_key.to_vec(),
+                secret,
+            };
+            return Ok(Acquired::Locked(held, data));
+        }
+        if last {
+            return Ok(Acquired::Busy(data));
+        }
+        attempt += 1;
+        sleep(lock.wait);
+    }
+}
+
+fn parse_acquire_reply(reply: Value) -> Result<(bool, Option<Vec<u8>>)> {
+    let Value::Array(items) = reply else {
+        bail!("unexpected reply to the lock script: {reply:?}");
+    };
+    let mut items = items.into_iter();
+    let locked = matches!(items.next(), Some(Value::Int(1)));
+    let data = match items.next() {
+        Some(Value::BulkString(data)) => Some(data),
+        Some(Value::Nil) | None => None,
+        Some(other) => bail!("unexpected data in the lock script reply: {other:?}"),
+    };
+    Ok((locked, data))
+}
+
+fn is_one(reply: &Value) -> bool {
+    matches!(reply, Value::Int(1))
+}
+
+/// Stores the data and releases the lock if it is still ours; false if it was lost.
+pub fn write_and_release(
+    store: &mut impl SessionStore,
+    data_key: &[u8],
+    held: &HeldLock,
+    data: &[u8],
+    ttl: std::time::Duration,
+) -> Result<bool> {
+    let ttl = seconds(ttl).to_string();
+    let reply = store.eval(
+        &WRITE_AND_RELEASE,
+        &[data_key, &held.lock_key],
+        &[held.secret.as_bytes(), data, ttl.as_bytes()],
+    )?;
+    Ok(is_one(&reply))
+}
+
+/// Refreshes the data TTL, rewrites a vanished key and releases, in one call.
+pub fn touch_and_release(
+    store: &mut impl SessionStore,
+    data_key: &[u8],
+    held: &HeldLock,
+    data: &[u8],
+    ttl: std::time::Duration,
+) -> Result<bool> {
+    let ttl = seconds(ttl).to_string();
+    let reply = store.eval(
+        &TOUCH_AND_RELEASE,
+        &[data_key, &held.lock_key],
+        &[held.secret.as_bytes(), data, ttl.as_bytes()],
+    )?;
+    Ok(is_one(&reply))
+}
+
+pub fn destroy_and_release(
+    store: &mut impl SessionStore,
+    data_key: &[u8],
+    held: &HeldLock,
+) -> Result<()> {
+    store
+        .eval(
+            &DESTROY_AND_RELEASE,
+            &[data_key, &held.lock_key],
+            &[held.secret.as_bytes()],
+        )
+        .map(drop)
+}
+
+/// Compare-and-delete with the configured command; servers without DELEX or
+/// DELIFEQ fall back to Lua (the store remembers that per connection).
+pub fn release(
+    store: &mut impl SessionStore,
+    held: &HeldLock,
+    command: ReleaseCommand,
+) -> Result<()> {
+    if command != ReleaseCommand::Eval
+        && store
+            .delete_if_equal(&held.lock_key, held.secret.as_bytes(), command)?
+            .is_some()
+    {
+        return Ok(());
+    }
+    store
+        .eval(&RELEASE, &[&held.lock_key], &[held.secret.as_bytes()])
+        .map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn release_script_is_phpredis_byte_for_byte() {
+        assert_eq!(RELEASE.sha1(), "b70c2384248f88e6b75b9f89241a180f856ad852");
+    }
+
+    #[test]
+    fn secrets_are_fresh_hex() {
+        let (a, b) = (new_secret().unwrap(), new_secret().unwrap());
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+
+    /// A store whose lock is busy for `busy` attempts, counting them.
+    struct BusyThenFree {
+        busy: usize,
+        attempts: usize,
+    }
+
+    impl SessionStore for BusyThenFree {
+        fn get(&mut self, _: &[u8], _: Option<Duration>) -> Result<Option<Vec<u8>>> {
+            unreachable!()
+        }
+        fn set(&mut self, _: &[u8], _: &[u8], _: Duration) -> Result<()> {
+            unreachable!()
+        }
+        fn expire(&mut self, _: &[u8], _: Duration) -> Result<bool> {
+            unreachable!()
+        }
+        fn exists(&mut self, _: &[u8]) -> Result<bool> {
+            unreachable!()
+        }
+        fn delete(&mut self, _: &[u8]) -> Result<()> {
+            unreachable!()
+        }
+        fn delete_if_equal(
+            &mut self,
+            _: &[u8],
+            _: &[u8],
+            _: ReleaseCommand,
+        ) -> Result<Option<bool>> {
+            unreachable!()
+        }
+        fn eval(&mut self, script: &LuaScript, _: &[&[u8]], args: &[&[u8]]) -> Result<Value> {
+            assert_eq!(script.source(), ACQUIRE_AND_READ.source());
+            self.attempts += 1;
+            if self.attempts > self.busy {
+                return Ok(Value::Array(vec![
+                    Value::Int(1),
+                    Value::BulkString(b"data".to_vec()),
+                ]));
+            }
+            let stale = args[3] == b"1";
+            Ok(Value::Array(if stale {
+                vec![Value::Int(0), Value::BulkString(b"stale".to_vec())]
+            } else {
+                vec![Value::Int(0)]
+            }))
+        }
+    }
+
+    fn settings(retries: Option<u64>, failure_readonly: bool) -> LockSettings {
+        LockSettings {
+            ttl: Duration::from_secs(5),
+            wait: Duration::from_micros(10),
+            retries,
+            failure_readonly,
+            release: ReleaseCommand::Eval,
+        }
+    }
+
+    #[test]
+    fn retries_count_attempts_after_the_first() {
+        let mut store = BusyThenFree {
+            busy: usize::MAX,
+            attempts: 0,
+        };
+        let outcome = acquire_and_read(
+            &mut store,
+            b"k",
+            b"{k}_LOCK",
+            &settings(Some(3), false),
+            None,
+        )
+        .unwrap();
+        assert!(matches!(outcome, Acquired::Busy(None)));
+        assert_eq!(store.attempts, 4);
+    }
+
+    #[test]
+    fn readonly_failure_reads_the_data_on_the_last_attempt_only() {
+        let mut store = BusyThenFree {
+            busy: usize::MAX,
+            attempts: 0,
+        };
+        let outcome = acquire_and_read(
+            &mut store,
+            b"k",
+            b"{k}_LOCK",
+            &settings(Some(2), true),
+            None,
+        )
+        .unwrap();
+        assert!(matches!(outcome, Acquired::Busy(Some(data)) if data == b"stale"));
+        assert_eq!(store.attempts, 3);
+    }
+
+    #[test]
+    fn data_comes_from_the_winning_attempt() {
+        let mut store = BusyThenFree {
+            busy: 5,
+            attempts: 0,
+        };
+        let outcome =
+            acquire_and_read(&mut store, b"k", b"{k}_LOCK", &settings(None, true), None).unwrap();
+        assert!(
+            matches!(outcome, Acquired::Locked(held, Some(data)) if data == b"data" && held.lock_key == b"{k}_LOCK")
+        );
+        assert_eq!(store.attempts, 6);
+    }
+}
