@@ -5,8 +5,9 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 flavor=${1:?usage: scripts/php-tests.sh redis|valkey [BASE_PORT] [TEST...]}
-base=${2:-$(default_base_port "$flavor")}
-shift $(( $# >= 2 ? 2 : 1 ))
+shift
+base=$(default_base_port "$flavor")
+if [[ ${1:-} =~ ^[0-9]+$ ]]; then base=$1; shift; fi
 [ -f "$EXT_SO" ] || die "build first: scripts/build.sh"
 
 export RCS_SEEDS=$(cluster_seeds "$base") RCS_EXT=$EXT_SO NO_INTERACTION=1 REPORT_EXIT_STATUS=1

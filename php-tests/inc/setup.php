@@ -199,3 +199,31 @@ function rcs_wait(array $child): string {
 function rcs_php(string $code, array $ini = [], ?array $load = null): string {
     return rcs_wait(rcs_spawn($code, $ini, $load));
 }
+
+// ---- Locking helpers ----
+
+/** INI that turns locking on, with extra settings. */
+function rcs_locking(array $extra = []): array {
+    return $extra + ['redis.session.locking_enabled' => '1'];
+}
+
+function rcs_lock_key(string $sid): string {
+    return '{' . rcs_prefix() . $sid . '}_LOCK';
+}
+
+/** Polls $condition every 10 ms for up to $seconds; returns whether it held. */
+function rcs_wait_until(callable $condition, float $seconds = 5.0): bool {
+    $deadline = microtime(true) + $seconds;
+    do {
+        if ($condition()) return true;
+        usleep(10000);
+    } while (microtime(true) < $deadline);
+    return false;
+}
+
+/** Child code that opens session $sid, holds it for $hold seconds, sets $value and writes. */
+function rcs_holder_code(string $sid, float $hold, string $value = 'holder'): string {
+    $us = (int)($hold * 1e6);
+    return "session_id('$sid'); var_dump(session_start()); usleep($us);"
+        . " \$_SESSION['v'] = '$value'; var_dump(session_write_close());";
+}
