@@ -1,0 +1,57 @@
+--TEST--
+Waiting: retries x wait time bound the wait; giving up fails session_start, or reads read-only with lock_failure_readonly
+--FILE--
+<?php
+require __DIR__ . '/inc/setup.php';
+$sid = 'lockwait' . bin2hex(random_bytes(8));
+rcs_cmd('SET', rcs_prefix() . $sid, 'v|s:8:"original";');
+$holder = rcs_spawn(rcs_holder_code($sid, 4, 'holder'), rcs_locking());
+rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($sid)) === 1);
+
+// 10 retries x 100 ms: gives up after about 1 s.
+$t = microtime(true);
+echo rcs_php("session_id('$sid'); var_dump(session_start());",
+    rcs_locking(['redis.session.lock_retries' => '10', 'redis.session.lock_wait_time' => '100000']));
+$waited = microtime(true) - $t;
+var_dump($waited > 0.9 && $waited < 2.5);
+
+// retries 0 means 100, wait 0 means 20000 us: about 2 s.
+$t = microtime(true);
+echo rcs_php("session_id('$sid'); var_dump(session_start());",
+    rcs_locking(['redis.session.lock_retries' => '0', 'redis.session.lock_wait_time' => '0']));
+$waited = microtime(true) - $t;
+var_dump($waited > 1.9 && $waited < 3.5);
+
+// Read-only: the data is there, a write is refused, the holder's lock stays.
+echo rcs_php("session_id('$sid'); var_dump(session_start()); echo \$_SESSION['v'], PHP_EOL; \$_SESSION['v'] = 'intruder'; var_dump(session_write_close());",
+    rcs_locking(['redis.session.lock_retries' => '2', 'redis.session.lock_wait_time' => '10000', 'redis.session.lock_failure_readonly' => '1']));
+var_dump(rcs_cmd('EXISTS', rcs_lock_key($sid)));
+
+echo rcs_wait($holder);
+var_dump(rcs_cmd('GET', rcs_prefix() . $sid));
+?>
+--EXPECTF--
+Warning: session_start(): Failed to acquire session lock in %s on line %d
+
+Warning: session_start(): Failed to read session data: rediscluster (path: %s) in %s on line %d
+bool(false)
+bool(true)
+
+Warning: session_start(): Failed to acquire session lock in %s on line %d
+
+Warning: session_start(): Failed to read session data: rediscluster (path: %s) in %s on line %d
+bool(false)
+bool(true)
+
+Warning: session_start(): Failed to acquire session lock, session will be read only in %s on line %d
+bool(true)
+original
+
+Warning: session_write_close(): Unable to write session: session lock not held in %s on line %d
+
+Warning: session_write_close(): Failed to write session data (rediscluster). Please verify that the current setting of session.save_path is correct (%s) in %s on line %d
+bool(true)
+int(1)
+bool(true)
+bool(true)
+string(15) "v|s:6:"holder";"

@@ -1,0 +1,45 @@
+--TEST--
+A write after the lock was lost is refused and the new holder's data wins; nobody deletes another process's lock
+--FILE--
+<?php
+require __DIR__ . '/inc/setup.php';
+// P1 holds a 1 s lock for 2 s; P2 takes the lock after it expired and holds it.
+$sid = 'locklost' . bin2hex(random_bytes(8));
+$p1 = rcs_spawn(rcs_holder_code($sid, 2, 'first'), rcs_locking(['redis.session.lock_expire' => '1']));
+rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($sid)) === 1);
+usleep(300000);
+$p2 = rcs_spawn(rcs_holder_code($sid, 2.5, 'second'), rcs_locking(['redis.session.lock_expire' => '10', 'redis.session.lock_retries' => '-1']));
+echo "P1:\n", rcs_wait($p1);
+// P1 finished (and closed) while P2 still holds: P2's lock must survive.
+var_dump(rcs_cmd('PTTL', rcs_lock_key($sid)) > 5000);
+echo "P2:\n", rcs_wait($p2);
+var_dump(rcs_cmd('GET', rcs_prefix() . $sid));
+
+// Nobody holds the lock any more when the write comes: refused, nothing stored.
+$sid = 'locklost' . bin2hex(random_bytes(8));
+echo "alone:\n", rcs_php(rcs_holder_code($sid, 1.5, 'late'), rcs_locking(['redis.session.lock_expire' => '1']));
+var_dump(rcs_cmd('EXISTS', rcs_prefix() . $sid), rcs_keys(rcs_prefix() . '*_LOCK'));
+?>
+--EXPECTF--
+P1:
+bool(true)
+
+Warning: session_write_close(): Session lock expired in %s on line %d
+
+Warning: session_write_close(): Failed to write session data (rediscluster). Please verify that the current setting of session.save_path is correct (%s) in %s on line %d
+bool(true)
+bool(true)
+P2:
+bool(true)
+bool(true)
+string(15) "v|s:6:"second";"
+alone:
+bool(true)
+
+Warning: session_write_close(): Session lock expired in %s on line %d
+
+Warning: session_write_close(): Failed to write session data (rediscluster). Please verify that the current setting of session.save_path is correct (%s) in %s on line %d
+bool(true)
+int(0)
+array(0) {
+}
