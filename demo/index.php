@@ -1,0 +1,16 @@
+<?php
+// Counts visits in $_SESSION. Each request holds the session a little while,
+// so concurrent requests overlap; ?lock=0 turns session locking off to show
+// the lost updates that locking prevents.
+if (($_GET['lock'] ?? '1') === '0') {
+    ini_set('redis.session.locking_enabled', '0');
+}
+if (!session_start()) {
+    http_response_code(503);
+    exit("session_start() failed\n");
+}
+$visits = ($_SESSION['visits'] ?? 0) + 1;
+usleep(20000);
+$_SESSION['visits'] = $visits;
+header('Content-Type: application/json');
+echo json_encode(['visits' => $visits, 'worker' => getmypid(), 'session' => session_id()]), "\n";
