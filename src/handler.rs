@@ -6,7 +6,7 @@
 use anyhow::{Result, bail};
 
 use crate::keys;
-use crate::lock::{self, Acquired, HeldLock};
+use crate::lock::{self, Acquired, HeldLock, Save};
 use crate::save_path;
 use crate::settings::{ReleaseCommand, Settings};
 use crate::store::{ClusterStore, SessionStore};
@@ -99,27 +99,33 @@ impl<S: SessionStore> SessionHandler<S> {
     /// closes right after its final write.
     pub fn write(&mut self, sid: &[u8], data: &[u8], settings: &Settings) -> Result<()> {
         let key = self.key(sid)?;
-        match &self.lock {
-            Some(held) => {
-                let stored = lock::write_and_release(
-                    &mut self.store,
-                    &key,
-                    held,
-                    data,
-                    settings.session_ttl,
-                )?;
-                // Released, or no longer ours: either way close has nothing to release.
-                self.lock = None;
-                if !stored {
-                    bail!("Session lock expired");
-                }
-                Ok(())
-            }
+        match self.save_locked(Save::Write, &key, data, settings)? {
+            Some(true) => Ok(()),
+            Some(false) => bail!("Session lock expired"),
             None if settings.lock.is_some() => {
                 bail!("Unable to write session: session lock not held")
             }
             None => self.store.set(&key, data, settings.session_ttl),
         }
+    }
+
+    /// Saves under our lock and releases it in the same call: `None` when no
+    /// lock is held, else whether it was still ours. Either way close has
+    /// nothing left to release; after a transport error it still does.
+    fn save_locked(
+        &mut self,
+        save: Save,
+        key: &[u8],
+        data: &[u8],
+        settings: &Settings,
+    ) -> Result<Option<bool>> {
+        let Some(held) = &self.lock else {
+            return Ok(None);
+        };
+        let ours =
+            lock::save_and_release(&mut self.store, save, key, held, data, settings.session_ttl)?;
+        self.lock = None;
+        Ok(Some(ours))
     }
 
     /// `session.lazy_write` with unchanged data: refresh the TTL only, unless
@@ -131,9 +137,10 @@ impl<S: SessionStore> SessionHandler<S> {
         if settings.early_refresh && !self.key_missing {
             return Ok(());
         }
-        if let Some(held) = &self.lock {
-            lock::touch_and_release(&mut self.store, &key, held, data, settings.session_ttl)?;
-            self.lock = None;
+        if self
+            .save_locked(Save::Touch, &key, data, settings)?
+            .is_some()
+        {
             return Ok(());
         }
         if !self.store.expire(&key, settings.session_ttl)? && settings.lock.is_none() {

@@ -194,34 +194,32 @@ fn is_one(reply: &Value) -> bool {
     matches!(reply, Value::Int(1))
 }
 
-/// Stores the data and releases the lock if it is still ours; false if it was lost.
-pub fn write_and_release(
-    store: &mut impl SessionStore,
-    data_key: &[u8],
-    held: &HeldLock,
-    data: &[u8],
-    ttl: std::time::Duration,
-) -> Result<bool> {
-    let ttl = seconds(ttl).to_string();
-    let reply = store.eval(
-        &WRITE_AND_RELEASE,
-        &[data_key, &held.lock_key],
-        &[held.secret.as_bytes(), data, ttl.as_bytes()],
-    )?;
-    Ok(is_one(&reply))
+/// How PHP saves a locked session at the end of a request.
+#[derive(Clone, Copy)]
+pub enum Save {
+    /// write: store the data only while the lock is ours.
+    Write,
+    /// update_timestamp: refresh the TTL, rewrite a vanished key while the lock is ours.
+    Touch,
 }
 
-/// Refreshes the data TTL, rewrites a vanished key and releases, in one call.
-pub fn touch_and_release(
+/// Saves and releases the lock in one call; false if the lock was no longer ours
+/// (then a write stored nothing).
+pub fn save_and_release(
     store: &mut impl SessionStore,
+    save: Save,
     data_key: &[u8],
     held: &HeldLock,
     data: &[u8],
     ttl: std::time::Duration,
 ) -> Result<bool> {
+    let script = match save {
+        Save::Write => &WRITE_AND_RELEASE,
+        Save::Touch => &TOUCH_AND_RELEASE,
+    };
     let ttl = seconds(ttl).to_string();
     let reply = store.eval(
-        &TOUCH_AND_RELEASE,
+        script,
         &[data_key, &held.lock_key],
         &[held.secret.as_bytes(), data, ttl.as_bytes()],
     )?;
@@ -337,53 +335,38 @@ mod tests {
         }
     }
 
+    /// Acquires against a store busy for `busy` attempts; returns the outcome and the attempts made.
+    fn acquire_with(
+        busy: usize,
+        retries: Option<u64>,
+        failure_readonly: bool,
+    ) -> (Acquired, usize) {
+        let mut store = BusyThenFree { busy, attempts: 0 };
+        let lock = settings(retries, failure_readonly);
+        let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
+        (outcome, store.attempts)
+    }
+
     #[test]
     fn retries_count_attempts_after_the_first() {
-        let mut store = BusyThenFree {
-            busy: usize::MAX,
-            attempts: 0,
-        };
-        let outcome = acquire_and_read(
-            &mut store,
-            b"k",
-            b"{k}_LOCK",
-            &settings(Some(3), false),
-            None,
-        )
-        .unwrap();
+        let (outcome, attempts) = acquire_with(usize::MAX, Some(3), false);
         assert!(matches!(outcome, Acquired::Busy(None)));
-        assert_eq!(store.attempts, 4);
+        assert_eq!(attempts, 4);
     }
 
     #[test]
     fn readonly_failure_reads_the_data_on_the_last_attempt_only() {
-        let mut store = BusyThenFree {
-            busy: usize::MAX,
-            attempts: 0,
-        };
-        let outcome = acquire_and_read(
-            &mut store,
-            b"k",
-            b"{k}_LOCK",
-            &settings(Some(2), true),
-            None,
-        )
-        .unwrap();
+        let (outcome, attempts) = acquire_with(usize::MAX, Some(2), true);
         assert!(matches!(outcome, Acquired::Busy(Some(data)) if data == b"stale"));
-        assert_eq!(store.attempts, 3);
+        assert_eq!(attempts, 3);
     }
 
     #[test]
     fn data_comes_from_the_winning_attempt() {
-        let mut store = BusyThenFree {
-            busy: 5,
-            attempts: 0,
-        };
-        let outcome =
-            acquire_and_read(&mut store, b"k", b"{k}_LOCK", &settings(None, true), None).unwrap();
+        let (outcome, attempts) = acquire_with(5, None, true);
         assert!(
             matches!(outcome, Acquired::Locked(held, Some(data)) if data == b"data" && held.lock_key == b"{k}_LOCK")
         );
-        assert_eq!(store.attempts, 6);
+        assert_eq!(attempts, 6);
     }
 }
