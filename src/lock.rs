@@ -98,8 +98,8 @@ static RELEASE: LuaScript = LuaScript::new(
     r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#,
 );
 
-/// A lock this process holds: the key and the secret that proves it.
-#[derive(Debug)]
+/// A lock this process holds: the key and the secret that proves it. No
+/// `Debug`: the secret must never be printed.
 pub struct HeldLock {
     pub lock_key: Vec<u8>,
     secret: String,
