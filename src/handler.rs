@@ -8,7 +8,7 @@ use anyhow::{Result, bail};
 use crate::keys;
 use crate::lock::{self, Acquired, HeldLock, Save};
 use crate::save_path;
-use crate::settings::{ReleaseCommand, Settings};
+use crate::settings::Settings;
 use crate::store::{ClusterStore, SessionStore};
 
 /// How many fresh ids `create_sid` tries in strict mode before giving up.
@@ -21,8 +21,6 @@ pub struct SessionHandler<S> {
     key_missing: bool,
     /// The session lock, from the read until it is released.
     lock: Option<HeldLock>,
-    /// How to release `lock` when close has to.
-    release: ReleaseCommand,
     /// Warnings for PHP from a hook that still succeeded.
     warnings: Vec<&'static str>,
 }
@@ -46,7 +44,6 @@ impl<S: SessionStore> SessionHandler<S> {
             prefix,
             key_missing: false,
             lock: None,
-            release: ReleaseCommand::Eval,
             warnings: Vec::new(),
         }
     }
@@ -68,7 +65,6 @@ impl<S: SessionStore> SessionHandler<S> {
         let data = match &settings.lock {
             Some(lock_settings) if self.lock.is_none() => {
                 let lock_key = keys::lock_key(&key)?;
-                self.release = lock_settings.release;
                 match lock::acquire_and_read(
                     &mut self.store,
                     &key,
@@ -194,7 +190,7 @@ impl<S: SessionStore> SessionHandler<S> {
     /// read_and_close, a write that failed in transit, a fatal error.
     pub fn close(&mut self) -> Result<()> {
         match self.lock.take() {
-            Some(held) => lock::release(&mut self.store, &held, self.release),
+            Some(held) => lock::release(&mut self.store, &held),
             None => Ok(()),
         }
     }

@@ -20,7 +20,7 @@ use anyhow::{Result, bail};
 use redis::Value;
 
 use crate::settings::{LockSettings, ReleaseCommand};
-use crate::store::SessionStore;
+use crate::store::{SessionStore, whole_seconds};
 
 /// A Lua script with its SHA1, for EVALSHA with an EVAL fallback.
 pub struct LuaScript {
@@ -98,11 +98,12 @@ static RELEASE: LuaScript = LuaScript::new(
     r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#,
 );
 
-/// A lock this process holds: the key and the secret that proves it. No
-/// `Debug`: the secret must never be printed.
+/// A lock this process holds: the key, the secret that proves it, and how to
+/// release it. No `Debug`: the secret must never be printed.
 pub struct HeldLock {
     pub lock_key: Vec<u8>,
     secret: String,
+    release: ReleaseCommand,
 }
 
 pub enum Acquired {
@@ -126,10 +127,6 @@ fn millis(duration: std::time::Duration) -> u64 {
         .max(1)
 }
 
-fn seconds(duration: std::time::Duration) -> u64 {
-    duration.as_secs().max(1)
-}
-
 /// Takes the lock and reads the data, retrying while it is busy: `retries`
 /// more attempts (or forever), `wait` apart.
 pub fn acquire_and_read(
@@ -141,7 +138,7 @@ pub fn acquire_and_read(
 ) -> Result<Acquired> {
     let secret = new_secret()?;
     let lock_ms = millis(lock.ttl).to_string();
-    let refresh_s = refresh.map_or(0, seconds).to_string();
+    let refresh_s = refresh.map_or(0, whole_seconds).to_string();
     let mut attempt: u64 = 0;
     loop {
         let last = lock.retries.is_some_and(|retries| attempt >= retries);
@@ -165,6 +162,7 @@ pub fn acquire_and_read(
             let held = HeldLock {
                 lock_key: lock_key.to_vec(),
                 secret,
+                release: lock.release,
             };
             return Ok(Acquired::Locked(held, data));
         }
@@ -217,7 +215,7 @@ pub fn save_and_release(
         Save::Write => &WRITE_AND_RELEASE,
         Save::Touch => &TOUCH_AND_RELEASE,
     };
-    let ttl = seconds(ttl).to_string();
+    let ttl = whole_seconds(ttl).to_string();
     let reply = store.eval(
         script,
         &[data_key, &held.lock_key],
@@ -242,16 +240,9 @@ pub fn destroy_and_release(
 
 /// Compare-and-delete with the configured command; servers without DELEX or
 /// DELIFEQ fall back to Lua (the store remembers that per connection).
-pub fn release(
-    store: &mut impl SessionStore,
-    held: &HeldLock,
-    command: ReleaseCommand,
-) -> Result<()> {
-    if command != ReleaseCommand::Eval
-        && store
-            .delete_if_equal(&held.lock_key, held.secret.as_bytes(), command)?
-            .is_some()
-    {
+pub fn release(store: &mut impl SessionStore, held: &HeldLock) -> Result<()> {
+    let native = store.delete_if_equal(&held.lock_key, held.secret.as_bytes(), held.release)?;
+    if native.is_some() {
         return Ok(());
     }
     store

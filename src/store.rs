@@ -30,8 +30,9 @@ pub trait SessionStore {
     fn delete(&mut self, key: &[u8]) -> Result<()>;
     /// Runs a script on the primary of its keys' slot (EVALSHA, then EVAL on NOSCRIPT).
     fn eval(&mut self, script: &LuaScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<redis::Value>;
-    /// DELEX/DELIFEQ compare-and-delete: whether it deleted, or `None` when
-    /// the server lacks the command (then not tried again on this connection).
+    /// DELEX/DELIFEQ compare-and-delete: whether it deleted, or `None` for
+    /// `Eval` and when the server lacks the command (then not tried again on
+    /// this connection).
     fn delete_if_equal(
         &mut self,
         key: &[u8],
@@ -157,24 +158,31 @@ fn leaves_connection_usable(err: &RedisError) -> bool {
     )
 }
 
-fn seconds(ttl: Duration) -> u64 {
+/// A TTL as Redis takes it in EX/EXPIRE: whole seconds, at least 1 (0 is an error).
+pub fn whole_seconds(ttl: Duration) -> u64 {
     ttl.as_secs().max(1)
 }
 
 impl SessionStore for ClusterStore {
     fn get(&mut self, key: &[u8], refresh: Option<Duration>) -> Result<Option<Vec<u8>>> {
         match refresh {
-            Some(ttl) => self.query(cmd("GETEX").arg(key).arg("EX").arg(seconds(ttl))),
+            Some(ttl) => self.query(cmd("GETEX").arg(key).arg("EX").arg(whole_seconds(ttl))),
             None => self.query(cmd("GET").arg(key)),
         }
     }
 
     fn set(&mut self, key: &[u8], value: &[u8], ttl: Duration) -> Result<()> {
-        self.query(cmd("SET").arg(key).arg(value).arg("EX").arg(seconds(ttl)))
+        self.query(
+            cmd("SET")
+                .arg(key)
+                .arg(value)
+                .arg("EX")
+                .arg(whole_seconds(ttl)),
+        )
     }
 
     fn expire(&mut self, key: &[u8], ttl: Duration) -> Result<bool> {
-        self.query(cmd("EXPIRE").arg(key).arg(seconds(ttl)))
+        self.query(cmd("EXPIRE").arg(key).arg(whole_seconds(ttl)))
     }
 
     fn exists(&mut self, key: &[u8]) -> Result<bool> {
