@@ -39,8 +39,8 @@ function run(string $label, string $locking, int $cycles, bool $change): void {
     $after = commandstats();
     $per = [];
     foreach ($after as $cmd => $calls) {
-        $d = $calls - ($before[$cmd] ?? 0);
-        if ($cmd !== 'info' && $cmd !== 'role' && $d > 0) $per[$cmd] = round($d / $cycles, 2);
+        $per_cycle = round(($calls - ($before[$cmd] ?? 0)) / $cycles, 2);
+        if ($cmd !== 'info' && $cmd !== 'role' && $per_cycle > 0) $per[$cmd] = $per_cycle;
     }
     printf("%-26s %8.0f cycles/s  %s\n", $label, $cycles / $seconds, json_encode($per));
 }
