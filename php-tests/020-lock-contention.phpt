@@ -24,7 +24,7 @@ foreach (['1' => 'locking on', '0' => 'locking off'] as $on => $label) {
     echo "$label: ", $on ? $m[1] : ((int)$m[1] < 800 ? 'lost updates' : 'no loss?!'), "\n";
     echo $output;
 }
-var_dump(rcs_keys(rcs_prefix() . '*_LOCK'));
+var_dump(rcs_keys(rcs_prefix() . '*_LOCK*'));
 ?>
 --EXPECT--
 locking on: 800

@@ -15,6 +15,7 @@
 
 use std::sync::OnceLock;
 use std::thread::sleep;
+use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use redis::Value;
@@ -46,18 +47,66 @@ impl LuaScript {
     }
 }
 
+/// Lua shared by every script that releases a lock. Waiters queue in
+/// `<lock>_QUEUE` (a sorted set by arrival) and each keeps a
+/// `<lock>_WAIT_<secret>` key alive while it blocks on `<lock>_WAKE_<secret>`
+/// (for its wait plus 1 s: BLPOP timeouts run late by up to 1/hz).
+/// Release hands the lock to the longest-waiting live waiter (first come,
+/// first served) and pushes to its wake list, or deletes the lock when nobody
+/// waits. A handed-over lock expires after 1 s unless its new owner claims
+/// it, so a waiter that died in the queue delays the others by at most that.
+macro_rules! release_lua {
+    () => {
+        r"local function release(lock)
+  local queue = lock .. '_QUEUE'
+  while true do
+    local waiter = redis.call('ZRANGE', queue, 0, 0)[1]
+    if not waiter then break end
+    redis.call('ZREM', queue, waiter)
+    if redis.call('DEL', lock .. '_WAIT_' .. waiter) == 1 then
+      local wake = lock .. '_WAKE_' .. waiter
+      redis.call('SET', lock, waiter, 'PX', 1000)
+      redis.call('RPUSH', wake, '1')
+      redis.call('PEXPIRE', wake, 1000)
+      return
+    end
+  end
+  redis.call('DEL', lock)
+end
+"
+    };
+}
+
 /// KEYS: data, lock. ARGV: secret, lock TTL ms, data TTL s (0: plain GET),
-/// "1" to read the data even when the lock is busy (read-only fallback).
-/// Returns {1, data} when the lock is ours, {0, data-or-nil} when busy.
+/// "1" to read the data even when the lock is busy (read-only fallback),
+/// how long the caller will wait in ms (0: it will not wait, leave the queue).
+/// Returns {1, data} when the lock is ours (taken, claimed after a hand-over,
+/// or already ours on a retried call); {0, data-or-nil, wake-list-or-nil}
+/// when busy.
 static ACQUIRE_AND_READ: LuaScript = LuaScript::new(
-    r"local owner = redis.call('GET', KEYS[2])
-if owner == ARGV[1] then
-  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+    r"local lock, secret = KEYS[2], ARGV[1]
+local queue, waiting = lock .. '_QUEUE', lock .. '_WAIT_' .. secret
+local owner = redis.call('GET', lock)
+if owner == secret then
+  redis.call('PEXPIRE', lock, ARGV[2])
 elseif owner then
-  if ARGV[4] ~= '1' then return {0} end
-  return {0, redis.call('GET', KEYS[1])}
+  local wake = false
+  if ARGV[5] == '0' then
+    redis.call('ZREM', queue, secret)
+    redis.call('DEL', waiting)
+  else
+    local now = redis.call('TIME')
+    redis.call('ZADD', queue, 'NX', now[1] .. string.format('%06d', now[2]), secret)
+    redis.call('PEXPIRE', queue, ARGV[5] + 2000)
+    redis.call('SET', waiting, '1', 'PX', ARGV[5] + 1000)
+    wake = lock .. '_WAKE_' .. secret
+  end
+  local data = false
+  if ARGV[4] == '1' then data = redis.call('GET', KEYS[1]) end
+  return {0, data, wake}
 else
-  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+  redis.call('SET', lock, secret, 'PX', ARGV[2])
+  if redis.call('ZREM', queue, secret) == 1 then redis.call('DEL', waiting) end
 end
 if tonumber(ARGV[3]) > 0 then
   return {1, redis.call('GETEX', KEYS[1], 'EX', ARGV[3])}
@@ -67,36 +116,42 @@ return {1, redis.call('GET', KEYS[1])}",
 
 /// KEYS: data, lock. ARGV: secret, data, data TTL s. Stores and releases only
 /// while the lock holds the secret; returns 1 if it did, 0 if the lock was lost.
-static WRITE_AND_RELEASE: LuaScript = LuaScript::new(
+static WRITE_AND_RELEASE: LuaScript = LuaScript::new(concat!(
+    release_lua!(),
     r"if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
-redis.call('DEL', KEYS[2])
-return 1",
-);
+release(KEYS[2])
+return 1"
+));
 
 /// KEYS: data, lock. ARGV: secret, data, data TTL s. Refreshes the TTL (allowed
 /// without the lock, as in phpredis); rewrites a vanished key and releases the
 /// lock only while it holds the secret. Returns 1 if the lock was ours.
-static TOUCH_AND_RELEASE: LuaScript = LuaScript::new(
+static TOUCH_AND_RELEASE: LuaScript = LuaScript::new(concat!(
+    release_lua!(),
     r"local held = redis.call('GET', KEYS[2]) == ARGV[1]
 if redis.call('EXPIRE', KEYS[1], ARGV[3]) == 0 and held then
   redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
 end
-if held then redis.call('DEL', KEYS[2]) return 1 end
-return 0",
-);
+if held then release(KEYS[2]) return 1 end
+return 0"
+));
 
 /// KEYS: data, lock. ARGV: secret. Deletes the data; releases the lock if ours.
-static DESTROY_AND_RELEASE: LuaScript = LuaScript::new(
+static DESTROY_AND_RELEASE: LuaScript = LuaScript::new(concat!(
+    release_lua!(),
     r"redis.call('DEL', KEYS[1])
-if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
-return 1",
-);
+if redis.call('GET', KEYS[2]) == ARGV[1] then release(KEYS[2]) end
+return 1"
+));
 
-/// phpredis's release script, byte for byte, so both share one cached SHA.
-static RELEASE: LuaScript = LuaScript::new(
-    r#"if redis.call("get",KEYS[1]) == ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end"#,
-);
+/// KEYS: lock. ARGV: secret. Releases the lock if ours; 1 if it was.
+static RELEASE: LuaScript = LuaScript::new(concat!(
+    release_lua!(),
+    r"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+release(KEYS[1])
+return 1"
+));
 
 /// A lock this process holds: the key, the secret that proves it, and how to
 /// release it. No `Debug`: the secret must never be printed.
@@ -121,32 +176,48 @@ fn new_secret() -> Result<String> {
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-fn millis(duration: std::time::Duration) -> u64 {
+fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis())
         .unwrap_or(u64::MAX)
         .max(1)
 }
 
-/// Takes the lock and reads the data, retrying while it is busy: `retries`
-/// more attempts (or forever), `wait` apart.
+/// Takes the lock and reads the data, retrying while it is busy: at most
+/// `retries` more attempts (or forever) and `retries` x `wait` in all. Between
+/// attempts it waits up to `wait` for the holder to hand the lock over; waits
+/// shorter than 1 ms sleep instead of queueing.
 pub fn acquire_and_read(
     store: &mut impl SessionStore,
     data_key: &[u8],
     lock_key: &[u8],
     lock: &LockSettings,
-    refresh: Option<std::time::Duration>,
+    refresh: Option<Duration>,
 ) -> Result<Acquired> {
     let secret = new_secret()?;
     let lock_ms = millis(lock.ttl).to_string();
     let refresh_s = refresh.map_or(0, whole_seconds).to_string();
+    let queue_ms = if lock.wait >= Duration::from_millis(1) {
+        millis(lock.wait)
+    } else {
+        0
+    };
+    // Server-side BLPOP timeouts run late by up to 1/hz, so the total is
+    // bounded by the clock, not by counting waits.
+    let deadline = lock.retries.map(|retries| {
+        let retries = u32::try_from(retries).unwrap_or(u32::MAX);
+        Instant::now() + lock.wait.saturating_mul(retries)
+    });
     let mut attempt: u64 = 0;
     loop {
-        let last = lock.retries.is_some_and(|retries| attempt >= retries);
+        let remaining = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
+        let last = lock.retries.is_some_and(|retries| attempt >= retries)
+            || remaining.is_some_and(|remaining| remaining.is_zero());
         let read_if_busy = if last && lock.failure_readonly {
             "1"
         } else {
             "0"
         };
+        let wait_ms = if last { 0 } else { queue_ms }.to_string();
         let reply = store.eval(
             &ACQUIRE_AND_READ,
             &[data_key, lock_key],
@@ -155,9 +226,10 @@ pub fn acquire_and_read(
                 lock_ms.as_bytes(),
                 refresh_s.as_bytes(),
                 read_if_busy.as_bytes(),
+                wait_ms.as_bytes(),
             ],
         )?;
-        let (locked, data) = parse_acquire_reply(reply)?;
+        let (locked, data, wake_key) = parse_acquire_reply(reply)?;
         if locked {
             let held = HeldLock {
                 lock_key: lock_key.to_vec(),
@@ -170,22 +242,32 @@ pub fn acquire_and_read(
             return Ok(Acquired::Busy(data));
         }
         attempt += 1;
-        sleep(lock.wait);
+        let wait = remaining.map_or(lock.wait, |remaining| remaining.min(lock.wait));
+        match wake_key {
+            Some(wake_key) => {
+                store.wait_for_wake(&wake_key, wait)?;
+            }
+            None => sleep(wait),
+        }
     }
 }
 
-fn parse_acquire_reply(reply: Value) -> Result<(bool, Option<Vec<u8>>)> {
+type AcquireReply = (bool, Option<Vec<u8>>, Option<Vec<u8>>);
+
+fn parse_acquire_reply(reply: Value) -> Result<AcquireReply> {
     let Value::Array(items) = reply else {
         bail!("unexpected reply to the lock script: {reply:?}");
     };
     let mut items = items.into_iter();
     let locked = matches!(items.next(), Some(Value::Int(1)));
-    let data = match items.next() {
-        Some(Value::BulkString(data)) => Some(data),
-        Some(Value::Nil) | None => None,
-        Some(other) => bail!("unexpected data in the lock script reply: {other:?}"),
+    let mut bytes = || match items.next() {
+        Some(Value::BulkString(bytes)) => Ok(Some(bytes)),
+        Some(Value::Nil) | None => Ok(None),
+        Some(other) => bail!("unexpected item in the lock script reply: {other:?}"),
     };
-    Ok((locked, data))
+    let data = bytes()?;
+    let wake_key = bytes()?;
+    Ok((locked, data, wake_key))
 }
 
 fn is_one(reply: &Value) -> bool {
@@ -209,7 +291,7 @@ pub fn save_and_release(
     data_key: &[u8],
     held: &HeldLock,
     data: &[u8],
-    ttl: std::time::Duration,
+    ttl: Duration,
 ) -> Result<bool> {
     let script = match save {
         Save::Write => &WRITE_AND_RELEASE,
@@ -256,8 +338,16 @@ mod tests {
     use std::time::Duration;
 
     #[test]
-    fn release_script_is_phpredis_byte_for_byte() {
-        assert_eq!(RELEASE.sha1(), "b70c2384248f88e6b75b9f89241a180f856ad852");
+    fn release_scripts_share_the_hand_over() {
+        for script in [
+            &WRITE_AND_RELEASE,
+            &TOUCH_AND_RELEASE,
+            &DESTROY_AND_RELEASE,
+            &RELEASE,
+        ] {
+            assert!(script.source().starts_with("local function release(lock)"));
+            assert_eq!(script.source().matches("release(KEYS[").count(), 1);
+        }
     }
 
     #[test]
@@ -268,10 +358,14 @@ mod tests {
         assert_ne!(a, b);
     }
 
-    /// A store whose lock is busy for `busy` attempts, counting them.
+    /// A store whose lock is busy for `busy` attempts, counting them and the
+    /// waits for a hand-over.
     struct BusyThenFree {
         busy: usize,
         attempts: usize,
+        wake_waits: usize,
+        /// How long each wait takes, whatever timeout it was given.
+        wait_takes: Duration,
     }
 
     impl SessionStore for BusyThenFree {
@@ -298,6 +392,12 @@ mod tests {
         ) -> Result<Option<bool>> {
             unreachable!()
         }
+        fn wait_for_wake(&mut self, key: &[u8], _: Duration) -> Result<bool> {
+            assert_eq!(key, b"{k}_LOCK_WAKE_x");
+            self.wake_waits += 1;
+            sleep(self.wait_takes);
+            Ok(false)
+        }
         fn eval(&mut self, script: &LuaScript, _: &[&[u8]], args: &[&[u8]]) -> Result<Value> {
             assert_eq!(script.source(), ACQUIRE_AND_READ.source());
             self.attempts += 1;
@@ -307,35 +407,71 @@ mod tests {
                     Value::BulkString(b"data".to_vec()),
                 ]));
             }
-            let stale = args[3] == b"1";
-            Ok(Value::Array(if stale {
-                vec![Value::Int(0), Value::BulkString(b"stale".to_vec())]
-            } else {
-                vec![Value::Int(0)]
-            }))
+            let data = match args[3] {
+                b"1" => Value::BulkString(b"stale".to_vec()),
+                _ => Value::Nil,
+            };
+            let wake_key = match args[4] {
+                b"0" => Value::Nil,
+                _ => Value::BulkString(b"{k}_LOCK_WAKE_x".to_vec()),
+            };
+            Ok(Value::Array(vec![Value::Int(0), data, wake_key]))
         }
     }
 
-    fn settings(retries: Option<u64>, failure_readonly: bool) -> LockSettings {
+    fn settings(retries: Option<u64>, failure_readonly: bool, wait: Duration) -> LockSettings {
         LockSettings {
             ttl: Duration::from_secs(5),
-            wait: Duration::from_micros(10),
+            wait,
             retries,
             failure_readonly,
             release: ReleaseCommand::Eval,
         }
     }
 
-    /// Acquires against a store busy for `busy` attempts; returns the outcome and the attempts made.
+    fn busy_store(busy: usize) -> BusyThenFree {
+        BusyThenFree {
+            busy,
+            attempts: 0,
+            wake_waits: 0,
+            wait_takes: Duration::ZERO,
+        }
+    }
+
+    /// Acquires against a store busy for `busy` attempts whose waits return at
+    /// once; returns the outcome and the attempts made.
     fn acquire_with(
         busy: usize,
         retries: Option<u64>,
         failure_readonly: bool,
     ) -> (Acquired, usize) {
-        let mut store = BusyThenFree { busy, attempts: 0 };
-        let lock = settings(retries, failure_readonly);
+        let lock = settings(retries, failure_readonly, Duration::from_millis(50));
+        let mut store = busy_store(busy);
         let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
+        assert_eq!(store.wake_waits, store.attempts - 1);
         (outcome, store.attempts)
+    }
+
+    #[test]
+    fn waits_under_a_millisecond_sleep_instead_of_queueing() {
+        let lock = settings(None, false, Duration::from_micros(10));
+        let mut store = busy_store(3);
+        let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
+        assert!(matches!(outcome, Acquired::Locked(..)));
+        assert_eq!((store.attempts, store.wake_waits), (4, 0));
+    }
+
+    #[test]
+    fn late_waits_do_not_stretch_the_total_wait() {
+        // 10 x 20 ms allowed; each wait takes 100 ms, like BLPOP at hz 10.
+        let lock = settings(Some(10), false, Duration::from_millis(20));
+        let mut store = busy_store(usize::MAX);
+        store.wait_takes = Duration::from_millis(100);
+        let started = Instant::now();
+        let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
+        assert!(matches!(outcome, Acquired::Busy(None)));
+        assert!(started.elapsed() < Duration::from_millis(500));
+        assert!(store.attempts <= 4, "{}", store.attempts);
     }
 
     #[test]

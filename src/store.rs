@@ -30,6 +30,9 @@ pub trait SessionStore {
     fn delete(&mut self, key: &[u8]) -> Result<()>;
     /// Runs a script on the primary of its keys' slot (EVALSHA, then EVAL on NOSCRIPT).
     fn eval(&mut self, script: &LuaScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<redis::Value>;
+    /// BLPOP: waits up to `timeout` (less if the read timeout is shorter) for
+    /// an element on the list; true if one came.
+    fn wait_for_wake(&mut self, key: &[u8], timeout: Duration) -> Result<bool>;
     /// DELEX/DELIFEQ compare-and-delete: whether it deleted, or `None` for
     /// `Eval` and when the server lacks the command (then not tried again on
     /// this connection).
@@ -207,6 +210,15 @@ impl SessionStore for ClusterStore {
                 result => result,
             }
         })
+    }
+
+    fn wait_for_wake(&mut self, key: &[u8], timeout: Duration) -> Result<bool> {
+        // A socket read timeout mid-BLPOP would drop the connection.
+        let timeout = timeout.min(self.config.read_timeout / 2);
+        let millis = timeout.as_millis().max(1);
+        let seconds = format!("{}.{:03}", millis / 1000, millis % 1000);
+        let popped: Option<(Vec<u8>, Vec<u8>)> = self.query(cmd("BLPOP").arg(key).arg(seconds))?;
+        Ok(popped.is_some())
     }
 
     fn delete_if_equal(
