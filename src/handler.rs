@@ -1,7 +1,8 @@
 //! The session save handler's logic, one method per PHP session hook, with the
 //! state that lives from `open` to `close`. It knows nothing of PHP: settings
-//! come in as [`Settings`], data as bytes, failures go out as errors whose text
-//! becomes the PHP warning.
+//! come in as [`Settings`] read when the session opens (as PHP reads its own
+//! `session.*`), data as bytes, failures go out as errors whose text becomes
+//! the PHP warning.
 
 use anyhow::{Result, bail};
 
@@ -17,6 +18,7 @@ const SID_ATTEMPTS: usize = 3;
 pub struct SessionHandler<S> {
     store: S,
     prefix: Vec<u8>,
+    settings: Settings,
     /// The last read found no data key, so an early refresh refreshed nothing.
     key_missing: bool,
     /// The session lock, from the read until it is released.
@@ -27,25 +29,30 @@ pub struct SessionHandler<S> {
 
 impl SessionHandler<ClusterStore> {
     /// Parses the save_path; the cluster is contacted on first use.
-    pub fn open(save_path: &str, settings: &Settings) -> Result<Self> {
+    pub fn open(save_path: &str, settings: Settings) -> Result<Self> {
         if let Some(problem) = settings.unsupported_compression() {
             bail!(problem);
         }
-        let path = save_path::parse(save_path)?;
+        let path = save_path::parse_cached(save_path)?;
         let store = ClusterStore::new((&path).into());
-        Ok(Self::with_store(store, path.prefix))
+        Ok(Self::with_store(store, path.prefix, settings))
     }
 }
 
 impl<S: SessionStore> SessionHandler<S> {
-    pub fn with_store(store: S, prefix: Vec<u8>) -> Self {
+    pub fn with_store(store: S, prefix: Vec<u8>, settings: Settings) -> Self {
         SessionHandler {
             store,
             prefix,
+            settings,
             key_missing: false,
             lock: None,
             warnings: Vec::new(),
         }
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
     }
 
     /// Warnings the last hook left for PHP.
@@ -59,8 +66,9 @@ impl<S: SessionStore> SessionHandler<S> {
 
     /// The session data; a missing session is empty data, not an error. With
     /// locking on, the lock is taken first and the data read under it.
-    pub fn read(&mut self, sid: &[u8], settings: &Settings) -> Result<Vec<u8>> {
+    pub fn read(&mut self, sid: &[u8]) -> Result<Vec<u8>> {
         let key = self.key(sid)?;
+        let settings = &self.settings;
         let refresh = settings.early_refresh.then_some(settings.session_ttl);
         let data = match &settings.lock {
             Some(lock_settings) if self.lock.is_none() => {
@@ -93,33 +101,27 @@ impl<S: SessionStore> SessionHandler<S> {
     /// Stores the data. With locking on, only while our lock is still held,
     /// atomically, and the lock is released in the same call: PHP always
     /// closes right after its final write.
-    pub fn write(&mut self, sid: &[u8], data: &[u8], settings: &Settings) -> Result<()> {
+    pub fn write(&mut self, sid: &[u8], data: &[u8]) -> Result<()> {
         let key = self.key(sid)?;
-        match self.save_locked(Save::Write, &key, data, settings)? {
+        match self.save_locked(Save::Write, &key, data)? {
             Some(true) => Ok(()),
             Some(false) => bail!("Session lock expired"),
-            None if settings.lock.is_some() => {
+            None if self.settings.lock.is_some() => {
                 bail!("Unable to write session: session lock not held")
             }
-            None => self.store.set(&key, data, settings.session_ttl),
+            None => self.store.set(&key, data, self.settings.session_ttl),
         }
     }
 
     /// Saves under our lock and releases it in the same call: `None` when no
     /// lock is held, else whether it was still ours. Either way close has
     /// nothing left to release; after a transport error it still does.
-    fn save_locked(
-        &mut self,
-        save: Save,
-        key: &[u8],
-        data: &[u8],
-        settings: &Settings,
-    ) -> Result<Option<bool>> {
+    fn save_locked(&mut self, save: Save, key: &[u8], data: &[u8]) -> Result<Option<bool>> {
         let Some(held) = &self.lock else {
             return Ok(None);
         };
-        let ours =
-            lock::save_and_release(&mut self.store, save, key, held, data, settings.session_ttl)?;
+        let ttl = self.settings.session_ttl;
+        let ours = lock::save_and_release(&mut self.store, save, key, held, data, ttl)?;
         self.lock = None;
         Ok(Some(ours))
     }
@@ -128,19 +130,17 @@ impl<S: SessionStore> SessionHandler<S> {
     /// the read already did (early_refresh); rewrite the data if the key is
     /// gone (only under our lock when locking is on). A held lock is released
     /// in the same call.
-    pub fn update_timestamp(&mut self, sid: &[u8], data: &[u8], settings: &Settings) -> Result<()> {
+    pub fn update_timestamp(&mut self, sid: &[u8], data: &[u8]) -> Result<()> {
         let key = self.key(sid)?;
-        if settings.early_refresh && !self.key_missing {
+        if self.settings.early_refresh && !self.key_missing {
             return Ok(());
         }
-        if self
-            .save_locked(Save::Touch, &key, data, settings)?
-            .is_some()
-        {
+        if self.save_locked(Save::Touch, &key, data)?.is_some() {
             return Ok(());
         }
-        if !self.store.expire(&key, settings.session_ttl)? && settings.lock.is_none() {
-            self.store.set(&key, data, settings.session_ttl)?;
+        let ttl = self.settings.session_ttl;
+        if !self.store.expire(&key, ttl)? && self.settings.lock.is_none() {
+            self.store.set(&key, data, ttl)?;
         }
         Ok(())
     }
@@ -156,12 +156,8 @@ impl<S: SessionStore> SessionHandler<S> {
 
     /// A new id from PHP's generator (`generate`). In strict mode it must be
     /// unused; nothing is stored to reserve it, so no orphan keys are left.
-    pub fn create_sid(
-        &mut self,
-        settings: &Settings,
-        mut generate: impl FnMut() -> Result<Vec<u8>>,
-    ) -> Result<Vec<u8>> {
-        if !settings.use_strict_mode {
+    pub fn create_sid(&mut self, mut generate: impl FnMut() -> Result<Vec<u8>>) -> Result<Vec<u8>> {
+        if !self.settings.use_strict_mode {
             return generate();
         }
         for _ in 0..SID_ATTEMPTS {

@@ -1,5 +1,6 @@
-//! Settings read from PHP's INI at call time, so `ini_set()` applies to the
-//! next hook. The names and defaults are phpredis's `redis.session.*`.
+//! Settings read from PHP's INI when a session opens, so `ini_set()` applies
+//! from the next `session_start()`. The names and defaults are phpredis's
+//! `redis.session.*`.
 
 use std::ffi::CStr;
 use std::time::Duration;

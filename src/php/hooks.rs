@@ -42,18 +42,17 @@ fn guard<T>(hook: &str, failure: T, body: impl FnOnce() -> Result<T>) -> T {
     }
 }
 
-fn settings() -> Settings {
-    Settings::load(&PhpIni)
-}
-
-/// Settings for a hook that stores data; a clamped `session.gc_maxlifetime`
-/// gets phpredis's notice there, once per read and once per write.
-fn settings_with_ttl_notice() -> Settings {
-    let settings = settings();
-    if let Some(notice) = settings.ttl_notice {
+/// A clamped `session.gc_maxlifetime` gets phpredis's notice in the hooks
+/// that store data, once per read and once per write.
+///
+/// # Safety
+/// As for [`handler`].
+unsafe fn notice_clamped_ttl(mod_data: ModData) -> Result<()> {
+    let notice = unsafe { handler(mod_data)? }.settings().ttl_notice;
+    if let Some(notice) = notice {
         php_error(&ErrorType::Notice, notice);
     }
-    settings
+    Ok(())
 }
 
 /// The handler `open` stored in `*mod_data`.
@@ -105,7 +104,7 @@ pub unsafe extern "C" fn open(
         let save_path = unsafe { save_path.as_ref() }
             .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy())
             .unwrap_or_default();
-        let handler = Handler::open(&save_path, &settings())?;
+        let handler = Handler::open(&save_path, Settings::load(&PhpIni))?;
         // SAFETY: a reopen without close would leak the old handler; drop it.
         unsafe {
             let previous =
@@ -138,8 +137,8 @@ pub unsafe extern "C" fn read(
     _maxlifetime: zend_long,
 ) -> zend_result {
     guard("read", FAILURE, || {
-        let settings = settings_with_ttl_notice();
-        let data = unsafe { with_handler(mod_data, |h| h.read(bytes(key), &settings))? };
+        unsafe { notice_clamped_ttl(mod_data)? };
+        let data = unsafe { with_handler(mod_data, |h| h.read(bytes(key)))? };
         // SAFETY: PHP owns and frees the non-persistent string.
         unsafe { *val = new_zend_string(&data) };
         Ok(SUCCESS)
@@ -153,8 +152,8 @@ pub unsafe extern "C" fn write(
     _maxlifetime: zend_long,
 ) -> zend_result {
     guard("write", FAILURE, || {
-        let settings = settings_with_ttl_notice();
-        unsafe { with_handler(mod_data, |h| h.write(bytes(key), bytes(val), &settings))? };
+        unsafe { notice_clamped_ttl(mod_data)? };
+        unsafe { with_handler(mod_data, |h| h.write(bytes(key), bytes(val)))? };
         Ok(SUCCESS)
     })
 }
@@ -166,12 +165,7 @@ pub unsafe extern "C" fn update_timestamp(
     _maxlifetime: zend_long,
 ) -> zend_result {
     guard("update_timestamp", FAILURE, || {
-        let settings = settings();
-        unsafe {
-            with_handler(mod_data, |h| {
-                h.update_timestamp(bytes(key), bytes(val), &settings)
-            })?
-        };
+        unsafe { with_handler(mod_data, |h| h.update_timestamp(bytes(key), bytes(val)))? };
         Ok(SUCCESS)
     })
 }
@@ -210,8 +204,7 @@ pub unsafe extern "C" fn validate_sid(mod_data: ModData, key: *mut zend_string) 
 pub unsafe extern "C" fn create_sid(mod_data: ModData) -> *mut zend_string {
     guard("create_sid", null_mut(), || {
         let generate = || generate_sid(mod_data);
-        let settings = settings();
-        let checked = unsafe { handler(mod_data) }.and_then(|h| h.create_sid(&settings, generate));
+        let checked = unsafe { handler(mod_data) }.and_then(|h| h.create_sid(generate));
         let sid = match checked {
             Ok(sid) => sid,
             Err(err) => {
