@@ -1,18 +1,23 @@
 //! The session lock protocol on a cluster.
 //!
 //! The lock key lives on the data key's slot (see [`crate::keys::lock_key`]),
-//! so every step is one atomic Lua call on the slot's primary:
-//! - read = acquire + read: the data returned is always the one read under
-//!   the lock, never a value read before it;
-//! - write = check-and-write (+ release): nothing is stored unless the lock
-//!   still holds our secret, closing phpredis's GET-then-SETEX race;
+//! so every step is atomic on the slot's primary:
+//! - read = acquire + read: `SET lock NX GET` and `GET data` in one round trip
+//!   when the lock is free (the data is read after the lock is taken, never
+//!   before); a Lua script that queues for a hand-over when it is busy;
+//! - write = check-and-write (+ release) in Lua: nothing is stored unless the
+//!   lock still holds our secret, closing phpredis's GET-then-SETEX race;
 //! - update_timestamp = refresh TTL (+ rewrite if gone) + release;
 //! - destroy = delete + release.
+//!
+//! Every release hands the lock straight to the longest waiter, which blocks
+//! on its own wake list instead of polling.
 //!
 //! A locked session that changed costs 2 round trips: acquire+read and
 //! write+release. Each acquisition has a fresh 16-byte random secret; an
 //! acquire that is retried after its reply was lost recognises its own secret.
 
+use std::cell::RefCell;
 use std::sync::OnceLock;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -47,48 +52,89 @@ impl LuaScript {
     }
 }
 
-/// Lua shared by every script that releases a lock. Waiters queue in
-/// `<lock>_QUEUE` (a sorted set by arrival) and each keeps a
-/// `<lock>_WAIT_<secret>` key alive while it blocks on `<lock>_WAKE_<secret>`
-/// (for its wait plus 1 s: BLPOP timeouts run late by up to 1/hz).
-/// Release hands the lock to the longest-waiting live waiter (first come,
-/// first served) and pushes to its wake list, or deletes the lock when nobody
-/// waits. A handed-over lock expires after 1 s unless its new owner claims
-/// it, so a waiter that died in the queue delays the others by at most that.
+/// Lua shared by every script that releases a lock (KEYS: data, lock;
+/// ARGV[1]: secret). Waiters queue in `<lock>_QUEUE` (a sorted set by arrival);
+/// each keeps `<lock>_WAIT_<secret>` ("<lock ms> <refresh s>") alive while it
+/// blocks on its list `<lock>_WAKE_<secret>`. Release hands the lock to the
+/// longest-waiting live waiter (first come, first served): the lock gets the
+/// waiter's secret and TTL, and its list gets the session data ("1" + data, or
+/// "0" for none) and the time in ms. The waiter's BLPOP returns the data, so
+/// taking over costs it no further round trip; the time stays behind so a
+/// hand-over nobody took can be recognised (see ACQUIRE_AND_READ). With
+/// nobody waiting, release deletes the lock.
 macro_rules! release_lua {
     () => {
-        r"local function release(lock)
+        concat!(
+            now_ms_lua!(),
+            r"local function release(data_key, lock, secret)
   local queue = lock .. '_QUEUE'
+  redis.call('DEL', lock .. '_WAKE_' .. secret)
   while true do
     local waiter = redis.call('ZRANGE', queue, 0, 0)[1]
     if not waiter then break end
     redis.call('ZREM', queue, waiter)
-    if redis.call('DEL', lock .. '_WAIT_' .. waiter) == 1 then
+    local waiting = lock .. '_WAIT_' .. waiter
+    local lock_ms, refresh = string.match(redis.call('GET', waiting) or '', '^(%d+) (%d+)$')
+    if lock_ms then
+      redis.call('DEL', waiting)
+      redis.call('SET', lock, waiter, 'PX', lock_ms)
+      local data
+      if refresh ~= '0' then
+        data = redis.call('GETEX', data_key, 'EX', refresh)
+      else
+        data = redis.call('GET', data_key)
+      end
       local wake = lock .. '_WAKE_' .. waiter
-      redis.call('SET', lock, waiter, 'PX', 1000)
-      redis.call('RPUSH', wake, '1')
-      redis.call('PEXPIRE', wake, 1000)
+      redis.call('RPUSH', wake, data and ('1' .. data) or '0', string.format('%d', now_ms()))
+      redis.call('PEXPIRE', wake, lock_ms)
       return
     end
   end
   redis.call('DEL', lock)
 end
 "
+        )
     };
 }
 
+/// The server's clock in ms, the one clock every client's steps are timed by.
+macro_rules! now_ms_lua {
+    () => {
+        r"local function now_ms()
+  local now = redis.call('TIME')
+  return now[1] * 1000 + math.floor(now[2] / 1000)
+end
+"
+    };
+}
+
+/// How long a waiter has to take a lock handed to it before the next one may
+/// take it over: it only has to be scheduled, so this passing means it died.
+const HAND_OVER_TIMEOUT_MS: &str = "1000";
+
 /// KEYS: data, lock. ARGV: secret, lock TTL ms, data TTL s (0: plain GET),
 /// "1" to read the data even when the lock is busy (read-only fallback),
-/// how long the caller will wait in ms (0: it will not wait, leave the queue).
-/// Returns {1, data} when the lock is ours (taken, claimed after a hand-over,
-/// or already ours on a retried call); {0, data-or-nil, wake-list-or-nil}
-/// when busy.
-static ACQUIRE_AND_READ: LuaScript = LuaScript::new(
+/// how long the caller will wait in ms (0: it will not wait, leave the queue),
+/// the hand-over timeout in ms.
+/// Returns {1, data} when the lock is ours (taken, taken over from a waiter
+/// that died, or ours already: a retried call, or a hand-over that came after
+/// our wait ended); {0, data-or-nil, wake-list-or-nil} when busy.
+static ACQUIRE_AND_READ: LuaScript = LuaScript::new(concat!(
+    now_ms_lua!(),
     r"local lock, secret = KEYS[2], ARGV[1]
 local queue, waiting = lock .. '_QUEUE', lock .. '_WAIT_' .. secret
 local owner = redis.call('GET', lock)
+if owner and owner ~= secret then
+  local handed = lock .. '_WAKE_' .. owner
+  if redis.call('LLEN', handed) == 2
+      and now_ms() - tonumber(redis.call('LINDEX', handed, 1)) > tonumber(ARGV[6]) then
+    redis.call('DEL', handed)
+    owner = false
+  end
+end
 if owner == secret then
   redis.call('PEXPIRE', lock, ARGV[2])
+  redis.call('DEL', lock .. '_WAKE_' .. secret)
 elseif owner then
   local wake = false
   if ARGV[5] == '0' then
@@ -98,7 +144,7 @@ elseif owner then
     local now = redis.call('TIME')
     redis.call('ZADD', queue, 'NX', now[1] .. string.format('%06d', now[2]), secret)
     redis.call('PEXPIRE', queue, ARGV[5] + 2000)
-    redis.call('SET', waiting, '1', 'PX', ARGV[5] + 1000)
+    redis.call('SET', waiting, ARGV[2] .. ' ' .. ARGV[3], 'PX', ARGV[5] + 1000)
     wake = lock .. '_WAKE_' .. secret
   end
   local data = false
@@ -111,8 +157,8 @@ end
 if tonumber(ARGV[3]) > 0 then
   return {1, redis.call('GETEX', KEYS[1], 'EX', ARGV[3])}
 end
-return {1, redis.call('GET', KEYS[1])}",
-);
+return {1, redis.call('GET', KEYS[1])}"
+));
 
 /// KEYS: data, lock. ARGV: secret, data, data TTL s. Stores and releases only
 /// while the lock holds the secret; returns 1 if it did, 0 if the lock was lost.
@@ -120,7 +166,7 @@ static WRITE_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_lua!(),
     r"if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
-release(KEYS[2])
+release(KEYS[1], KEYS[2], ARGV[1])
 return 1"
 ));
 
@@ -133,7 +179,7 @@ static TOUCH_AND_RELEASE: LuaScript = LuaScript::new(concat!(
 if redis.call('EXPIRE', KEYS[1], ARGV[3]) == 0 and held then
   redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
 end
-if held then release(KEYS[2]) return 1 end
+if held then release(KEYS[1], KEYS[2], ARGV[1]) return 1 end
 return 0"
 ));
 
@@ -141,21 +187,27 @@ return 0"
 static DESTROY_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_lua!(),
     r"redis.call('DEL', KEYS[1])
-if redis.call('GET', KEYS[2]) == ARGV[1] then release(KEYS[2]) end
+if redis.call('GET', KEYS[2]) == ARGV[1] then release(KEYS[1], KEYS[2], ARGV[1]) end
 return 1"
 ));
 
-/// KEYS: lock. ARGV: secret. Releases the lock if ours; 1 if it was.
+/// KEYS: data, lock. ARGV: secret. Releases the lock if ours (1), else only
+/// leaves the queue (0): after a failed wait it may be either.
 static RELEASE: LuaScript = LuaScript::new(concat!(
     release_lua!(),
-    r"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-release(KEYS[1])
+    r"if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+  redis.call('ZREM', KEYS[2] .. '_QUEUE', ARGV[1])
+  redis.call('DEL', KEYS[2] .. '_WAIT_' .. ARGV[1])
+  return 0
+end
+release(KEYS[1], KEYS[2], ARGV[1])
 return 1"
 ));
 
 /// A lock this process holds: the key, the secret that proves it, and how to
 /// release it. No `Debug`: the secret must never be printed.
 pub struct HeldLock {
+    data_key: Vec<u8>,
     pub lock_key: Vec<u8>,
     secret: String,
     release: ReleaseCommand,
@@ -173,7 +225,13 @@ fn new_secret() -> Result<String> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes)
         .map_err(|err| anyhow::anyhow!("no OS randomness for the lock secret: {err}"))?;
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut secret = String::with_capacity(32);
+    for byte in bytes {
+        secret.push(char::from(HEX[usize::from(byte >> 4)]));
+        secret.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+    Ok(secret)
 }
 
 fn millis(duration: Duration) -> u64 {
@@ -182,10 +240,36 @@ fn millis(duration: Duration) -> u64 {
         .max(1)
 }
 
+thread_local! {
+    /// The lock this worker last had to queue for, and when.
+    static LAST_CONTENDED: RefCell<Option<(Vec<u8>, Instant)>> = const { RefCell::new(None) };
+}
+
+/// How long a worker goes straight to the queueing script for a lock it had
+/// to queue for: the script-less attempt would most likely find it busy again.
+const CONTENTION_MEMORY: Duration = Duration::from_secs(1);
+
+fn recently_contended(lock_key: &[u8]) -> bool {
+    LAST_CONTENDED.with_borrow(|last| {
+        last.as_ref()
+            .is_some_and(|(key, at)| key == lock_key && at.elapsed() < CONTENTION_MEMORY)
+    })
+}
+
+fn remember_contention(lock_key: &[u8], contended: bool) {
+    LAST_CONTENDED.with_borrow_mut(|last| {
+        *last = contended.then(|| (lock_key.to_vec(), Instant::now()));
+    });
+}
+
 /// Takes the lock and reads the data, retrying while it is busy: at most
 /// `retries` more attempts (or forever) and `retries` x `wait` in all. Between
 /// attempts it waits up to `wait` for the holder to hand the lock over; waits
 /// shorter than 1 ms sleep instead of queueing.
+///
+/// The first attempt is plain `SET NX GET` + `GET` in one round trip, which
+/// costs the server far less than a script; only a busy lock goes on to the
+/// script that queues for a hand-over.
 pub fn acquire_and_read(
     store: &mut impl SessionStore,
     data_key: &[u8],
@@ -193,7 +277,43 @@ pub fn acquire_and_read(
     lock: &LockSettings,
     refresh: Option<Duration>,
 ) -> Result<Acquired> {
-    let secret = new_secret()?;
+    let held = HeldLock {
+        data_key: data_key.to_vec(),
+        lock_key: lock_key.to_vec(),
+        secret: new_secret()?,
+        release: lock.release,
+    };
+    if !recently_contended(lock_key) {
+        let peek = store.lock_and_read(
+            lock_key,
+            held.secret.as_bytes(),
+            millis(lock.ttl),
+            data_key,
+            refresh,
+        )?;
+        if let Some((owner, data)) = peek {
+            // Our own secret: the client retried a SET whose reply was lost.
+            if owner
+                .as_deref()
+                .is_none_or(|owner| owner == held.secret.as_bytes())
+            {
+                return Ok(Acquired::Locked(held, data));
+            }
+            if lock.retries == Some(0) {
+                return Ok(Acquired::Busy(data.filter(|_| lock.failure_readonly)));
+            }
+        }
+    }
+    queue_for_lock(store, held, lock, refresh)
+}
+
+/// The acquire loop through the queueing script, from its first attempt.
+fn queue_for_lock(
+    store: &mut impl SessionStore,
+    held: HeldLock,
+    lock: &LockSettings,
+    refresh: Option<Duration>,
+) -> Result<Acquired> {
     let lock_ms = millis(lock.ttl).to_string();
     let refresh_s = refresh.map_or(0, whole_seconds).to_string();
     let queue_ms = if lock.wait >= Duration::from_millis(1) {
@@ -220,22 +340,19 @@ pub fn acquire_and_read(
         let wait_ms = if last { 0 } else { queue_ms }.to_string();
         let reply = store.eval(
             &ACQUIRE_AND_READ,
-            &[data_key, lock_key],
+            &[&held.data_key, &held.lock_key],
             &[
-                secret.as_bytes(),
+                held.secret.as_bytes(),
                 lock_ms.as_bytes(),
                 refresh_s.as_bytes(),
                 read_if_busy.as_bytes(),
                 wait_ms.as_bytes(),
+                HAND_OVER_TIMEOUT_MS.as_bytes(),
             ],
         )?;
         let (locked, data, wake_key) = parse_acquire_reply(reply)?;
+        remember_contention(&held.lock_key, attempt > 0 || !locked);
         if locked {
-            let held = HeldLock {
-                lock_key: lock_key.to_vec(),
-                secret,
-                release: lock.release,
-            };
             return Ok(Acquired::Locked(held, data));
         }
         if last {
@@ -244,11 +361,32 @@ pub fn acquire_and_read(
         attempt += 1;
         let wait = remaining.map_or(lock.wait, |remaining| remaining.min(lock.wait));
         match wake_key {
-            Some(wake_key) => {
-                store.wait_for_wake(&wake_key, wait)?;
-            }
+            Some(wake_key) => match store.wait_for_wake(&wake_key, wait) {
+                Ok(Some(handed_over)) => {
+                    return Ok(Acquired::Locked(held, handed_over_data(handed_over)?));
+                }
+                Ok(None) => {}
+                Err(err) => {
+                    // The lock may have been handed to us with the reply lost:
+                    // give it on rather than leave it to its TTL.
+                    let _ = release(store, &held);
+                    return Err(err);
+                }
+            },
             None => sleep(wait),
         }
+    }
+}
+
+/// The session data a hand-over pushed: "1" + data, or "0" for no session.
+fn handed_over_data(mut element: Vec<u8>) -> Result<Option<Vec<u8>>> {
+    match element.first() {
+        Some(b'1') => {
+            element.remove(0);
+            Ok(Some(element))
+        }
+        Some(b'0') => Ok(None),
+        _ => bail!("unexpected hand-over from the lock queue"),
     }
 }
 
@@ -328,13 +466,18 @@ pub fn release(store: &mut impl SessionStore, held: &HeldLock) -> Result<()> {
         return Ok(());
     }
     store
-        .eval(&RELEASE, &[&held.lock_key], &[held.secret.as_bytes()])
+        .eval(
+            &RELEASE,
+            &[&held.data_key, &held.lock_key],
+            &[held.secret.as_bytes()],
+        )
         .map(drop)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::LockAndRead;
     use std::time::Duration;
 
     #[test]
@@ -345,8 +488,18 @@ mod tests {
             &DESTROY_AND_RELEASE,
             &RELEASE,
         ] {
-            assert!(script.source().starts_with("local function release(lock)"));
-            assert_eq!(script.source().matches("release(KEYS[").count(), 1);
+            assert!(
+                script
+                    .source()
+                    .contains("local function release(data_key, lock, secret)")
+            );
+            assert_eq!(
+                script
+                    .source()
+                    .matches("release(KEYS[1], KEYS[2], ARGV[1])")
+                    .count(),
+                1
+            );
         }
     }
 
@@ -366,6 +519,10 @@ mod tests {
         wake_waits: usize,
         /// How long each wait takes, whatever timeout it was given.
         wait_takes: Duration,
+        /// The answer to the first, script-less attempt (`None`: unsupported).
+        peek: Option<LockAndRead>,
+        /// What the first wait for a hand-over returns.
+        hand_over: Option<Vec<u8>>,
     }
 
     impl SessionStore for BusyThenFree {
@@ -392,11 +549,21 @@ mod tests {
         ) -> Result<Option<bool>> {
             unreachable!()
         }
-        fn wait_for_wake(&mut self, key: &[u8], _: Duration) -> Result<bool> {
+        fn lock_and_read(
+            &mut self,
+            _: &[u8],
+            _: &[u8],
+            _: u64,
+            _: &[u8],
+            _: Option<Duration>,
+        ) -> Result<Option<LockAndRead>> {
+            Ok(self.peek.take())
+        }
+        fn wait_for_wake(&mut self, key: &[u8], _: Duration) -> Result<Option<Vec<u8>>> {
             assert_eq!(key, b"{k}_LOCK_WAKE_x");
             self.wake_waits += 1;
             sleep(self.wait_takes);
-            Ok(false)
+            Ok(self.hand_over.take())
         }
         fn eval(&mut self, script: &LuaScript, _: &[&[u8]], args: &[&[u8]]) -> Result<Value> {
             assert_eq!(script.source(), ACQUIRE_AND_READ.source());
@@ -435,6 +602,8 @@ mod tests {
             attempts: 0,
             wake_waits: 0,
             wait_takes: Duration::ZERO,
+            peek: None,
+            hand_over: None,
         }
     }
 
@@ -459,6 +628,65 @@ mod tests {
         let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
         assert!(matches!(outcome, Acquired::Locked(..)));
         assert_eq!((store.attempts, store.wake_waits), (4, 0));
+    }
+
+    #[test]
+    fn a_free_lock_is_taken_without_a_script() {
+        let lock = settings(Some(3), false, Duration::from_millis(50));
+        let mut store = busy_store(usize::MAX);
+        store.peek = Some((None, Some(b"data".to_vec())));
+        let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
+        assert!(matches!(outcome, Acquired::Locked(_, Some(data)) if data == b"data"));
+        assert_eq!(store.attempts, 0);
+    }
+
+    #[test]
+    fn a_busy_lock_goes_on_to_the_queueing_script() {
+        let lock = settings(Some(3), false, Duration::from_millis(50));
+        let mut store = busy_store(1);
+        store.peek = Some((Some(b"other".to_vec()), Some(b"stale".to_vec())));
+        let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
+        assert!(matches!(outcome, Acquired::Locked(_, Some(data)) if data == b"data"));
+        assert_eq!((store.attempts, store.wake_waits), (2, 1));
+    }
+
+    #[test]
+    fn a_hand_over_brings_the_lock_and_the_data() {
+        let lock = settings(Some(3), false, Duration::from_millis(50));
+        for (pushed, expected) in [(&b"1data"[..], Some(b"data".to_vec())), (b"0", None)] {
+            let mut store = busy_store(usize::MAX);
+            store.hand_over = Some(pushed.to_vec());
+            let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
+            assert!(matches!(outcome, Acquired::Locked(_, data) if data == expected));
+            assert_eq!((store.attempts, store.wake_waits), (1, 1));
+        }
+    }
+
+    #[test]
+    fn a_lock_just_queued_for_skips_the_script_less_attempt() {
+        let lock = settings(Some(3), false, Duration::from_millis(50));
+        let mut store = busy_store(1);
+        acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
+        let mut store = busy_store(0);
+        store.peek = Some((None, None));
+        acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
+        assert_eq!(store.attempts, 1);
+        assert!(store.peek.is_some());
+        // Taken at once by the script: the next acquisition peeks again.
+        acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
+        assert!(store.peek.is_none());
+    }
+
+    #[test]
+    fn no_retries_and_busy_reads_only_for_read_only_mode() {
+        for (readonly, expected) in [(false, None), (true, Some(b"stale".to_vec()))] {
+            let lock = settings(Some(0), readonly, Duration::from_millis(50));
+            let mut store = busy_store(usize::MAX);
+            store.peek = Some((Some(b"other".to_vec()), Some(b"stale".to_vec())));
+            let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
+            assert!(matches!(outcome, Acquired::Busy(data) if data == expected));
+            assert_eq!(store.attempts, 0);
+        }
     }
 
     #[test]

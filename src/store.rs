@@ -30,9 +30,22 @@ pub trait SessionStore {
     fn delete(&mut self, key: &[u8]) -> Result<()>;
     /// Runs a script on the primary of its keys' slot (EVALSHA, then EVAL on NOSCRIPT).
     fn eval(&mut self, script: &LuaScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<redis::Value>;
+    /// `SET lock secret NX GET PX lock_ms` and a read of the data (GETEX when
+    /// `refresh` is set) in one round trip, no Lua: the lock's previous value
+    /// (`None`: it was free and is ours now) and the data, read after the SET.
+    /// `Ok(None)` when the server lacks SET NX GET (before Redis 7.0); then
+    /// it is not tried again on this connection.
+    fn lock_and_read(
+        &mut self,
+        lock_key: &[u8],
+        secret: &[u8],
+        lock_ms: u64,
+        data_key: &[u8],
+        refresh: Option<Duration>,
+    ) -> Result<Option<LockAndRead>>;
     /// BLPOP: waits up to `timeout` (less if the read timeout is shorter) for
-    /// an element on the list; true if one came.
-    fn wait_for_wake(&mut self, key: &[u8], timeout: Duration) -> Result<bool>;
+    /// an element on the list, and returns it.
+    fn wait_for_wake(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>>;
     /// DELEX/DELIFEQ compare-and-delete: whether it deleted, or `None` for
     /// `Eval` and when the server lacks the command (then not tried again on
     /// this connection).
@@ -43,6 +56,9 @@ pub trait SessionStore {
         command: ReleaseCommand,
     ) -> Result<Option<bool>>;
 }
+
+/// The lock's previous value and the data, from [`SessionStore::lock_and_read`].
+pub type LockAndRead = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// Everything that identifies a cluster connection; a change of any of it
 /// (another save_path) gets a new connection.
@@ -75,6 +91,8 @@ struct Connection {
     cluster: ClusterConnection,
     /// Release commands that answered "unknown command".
     unsupported: Vec<ReleaseCommand>,
+    /// The server refused SET with both NX and GET.
+    no_set_nx_get: bool,
 }
 
 thread_local! {
@@ -104,6 +122,7 @@ impl ClusterStore {
                     config: self.config.clone(),
                     cluster: connect(&self.config)?,
                     unsupported: Vec::new(),
+                    no_set_nx_get: false,
                 });
             }
             let connection = cached.as_mut().expect("connection was just created");
@@ -197,9 +216,17 @@ impl SessionStore for ClusterStore {
     }
 
     fn eval(&mut self, script: &LuaScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<redis::Value> {
+        // Sized up front: growing the argument buffers cost more than the rest of building it.
+        let count = 3 + keys.len() + args.len();
+        let size: usize = keys.iter().chain(args).map(|arg| arg.len()).sum();
         let invoke = |verb: &str, body: &str| {
-            let mut command = cmd(verb);
-            command.arg(body).arg(keys.len()).arg(keys).arg(args);
+            let mut command = Cmd::with_capacity(count, size + verb.len() + body.len() + 4);
+            command
+                .arg(verb)
+                .arg(body)
+                .arg(keys.len())
+                .arg(keys)
+                .arg(args);
             command
         };
         self.with_connection(|connection| {
@@ -212,13 +239,52 @@ impl SessionStore for ClusterStore {
         })
     }
 
-    fn wait_for_wake(&mut self, key: &[u8], timeout: Duration) -> Result<bool> {
+    fn lock_and_read(
+        &mut self,
+        lock_key: &[u8],
+        secret: &[u8],
+        lock_ms: u64,
+        data_key: &[u8],
+        refresh: Option<Duration>,
+    ) -> Result<Option<LockAndRead>> {
+        let mut pipe = redis::cluster::cluster_pipe();
+        pipe.cmd("SET")
+            .arg(lock_key)
+            .arg(secret)
+            .arg("NX")
+            .arg("GET")
+            .arg("PX")
+            .arg(lock_ms);
+        match refresh {
+            Some(ttl) => pipe
+                .cmd("GETEX")
+                .arg(data_key)
+                .arg("EX")
+                .arg(whole_seconds(ttl)),
+            None => pipe.cmd("GET").arg(data_key),
+        };
+        self.with_connection(|connection| {
+            if connection.no_set_nx_get {
+                return Ok(None);
+            }
+            match pipe.query(&mut connection.cluster) {
+                Ok(reply) => Ok(Some(reply)),
+                Err(err) if is_syntax_error(&err) => {
+                    connection.no_set_nx_get = true;
+                    Ok(None)
+                }
+                Err(err) => Err(err),
+            }
+        })
+    }
+
+    fn wait_for_wake(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>> {
         // A socket read timeout mid-BLPOP would drop the connection.
         let timeout = timeout.min(self.config.read_timeout / 2);
         let millis = timeout.as_millis().max(1);
         let seconds = format!("{}.{:03}", millis / 1000, millis % 1000);
         let popped: Option<(Vec<u8>, Vec<u8>)> = self.query(cmd("BLPOP").arg(key).arg(seconds))?;
-        Ok(popped.is_some())
+        Ok(popped.map(|(_, element)| element))
     }
 
     fn delete_if_equal(
@@ -249,10 +315,17 @@ impl SessionStore for ClusterStore {
 }
 
 fn is_unknown_command(err: &RedisError) -> bool {
+    is_err_starting(err, "unknown command")
+}
+
+/// What Redis before 7.0 answers to SET with both NX and GET.
+fn is_syntax_error(err: &RedisError) -> bool {
+    is_err_starting(err, "syntax error")
+}
+
+fn is_err_starting(err: &RedisError, text: &str) -> bool {
     err.code().is_some_and(|code| code == "ERR")
-        && err
-            .detail()
-            .is_some_and(|detail| detail.starts_with("unknown command"))
+        && err.detail().is_some_and(|detail| detail.starts_with(text))
 }
 
 /// Tests against the real cluster named by RCS_SEEDS; `scripts/test.sh` runs
