@@ -112,16 +112,6 @@ function percentile(array $values, float $p): float {
     return $values[min(count($values) - 1, (int)floor($p * count($values)))];
 }
 
-/** Sums a counter over $nodes (total_reads_processed = round trips). */
-function node_reads(array $nodes): int {
-    $reads = 0;
-    foreach ($nodes as $addr) {
-        preg_match('/^total_reads_processed:(\d+)/m', Resp::send($addr, ['INFO', 'stats']), $m);
-        $reads += (int)$m[1];
-    }
-    return $reads;
-}
-
 /** The session's counter "n", read back through the contender's own handler. */
 function session_count(array $contender, string $sid): int {
     $code = "session_id('$sid'); session_start(['read_and_close' => true]); echo \$_SESSION['n'] ?? 0;";
@@ -171,12 +161,12 @@ $log("contention: {$contention['processes']} x {$contention['increments']}, {$co
 /** Starts $processes workers on one session together; returns [events per process, seconds, round trips, count]. */
 $contend = function (array $contender, int $processes, int $increments, int $hold_us) {
     $sid = new_sid();
-    $reads = node_reads($contender['nodes']);
+    $reads = resp_reads_processed($contender['nodes']);
     $job = ['sid' => $sid, 'n' => $increments, 'hold_us' => $hold_us, 'start_ns' => hrtime(true) + 300_000_000];
     $workers = [];
     for ($p = 0; $p < $processes; $p++) $workers[] = spawn(worker_command($contender, 'contend', $job));
     $events = array_map(fn($w) => finish($w)['events'], $workers);
-    $reads = node_reads($contender['nodes']) - $reads - count($contender['nodes']);
+    $reads = resp_reads_processed($contender['nodes']) - $reads - count($contender['nodes']);
     $all = array_merge(...$events);
     $seconds = (max(array_column($all, 3)) - min(array_column($all, 0))) / 1e9;
     return [$events, $seconds, $reads, session_count($contender, $sid)];

@@ -54,6 +54,20 @@ rcs_wait($h);
 $gap = $time('acquired', rcs_wait($next)) - $t;
 echo "after a dead holder, the waiter had the lock within 3 s: ", var_export($gap < 3.0, true), "\n";
 var_dump(rcs_keys(rcs_lock_key($sid) . '*'));
+
+// A waiter with early_refresh gets its TTL refresh from the hand-over (it reads nothing itself).
+$sid = 'handoverrefresh' . bin2hex(random_bytes(8));
+$h = rcs_spawn("session_id('$sid'); session_start(); usleep(300000); \$_SESSION['v'] = 1; session_write_close();",
+    $ini + ['session.gc_maxlifetime' => '100']);
+rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($sid)) === 1);
+$next = rcs_spawn("session_id('$sid'); var_dump(session_start()); session_write_close();",
+    $ini + ['session.gc_maxlifetime' => '1000', 'redis.session.early_refresh' => '1', 'session.lazy_write' => '1']);
+$queued($sid, 1);
+rcs_wait($h);
+echo rcs_wait($next);
+$ttl = rcs_cmd('TTL', rcs_prefix() . $sid);
+echo "TTL refreshed to the waiter's lifetime: ", var_export($ttl > 900, true), "\n";
+var_dump(rcs_keys(rcs_lock_key($sid) . '*'));
 ?>
 --EXPECT--
 bool(true)
@@ -65,5 +79,9 @@ array(0) {
 }
 after a dead waiter, the next had the lock within 3 s: true
 after a dead holder, the waiter had the lock within 3 s: true
+array(0) {
+}
+bool(true)
+TTL refreshed to the waiter's lifetime: true
 array(0) {
 }

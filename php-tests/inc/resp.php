@@ -62,3 +62,13 @@ final class Resp {
 final class RespError {
     public function __construct(public string $message) {}
 }
+
+/** Socket reads the servers at $addrs have processed: one per round trip of a client. */
+function resp_reads_processed(array $addrs): int {
+    $reads = 0;
+    foreach ($addrs as $addr) {
+        preg_match('/^total_reads_processed:(\d+)/m', Resp::send($addr, ['INFO', 'stats']), $m);
+        $reads += (int)$m[1];
+    }
+    return $reads;
+}

@@ -73,14 +73,17 @@ function rcs_cmd(string ...$args) {
 /** Keys matching $pattern on every primary of the cluster. */
 function rcs_keys(string $pattern): array {
     $keys = [];
-    foreach (rcs_seeds() as [$host, $port]) {
-        $role = Resp::send("$host:$port", ['ROLE']);
-        if ($role[0] === 'master') {
-            $keys = array_merge($keys, Resp::send("$host:$port", ['KEYS', $pattern]));
-        }
+    foreach (rcs_primaries() as $addr) {
+        $keys = array_merge($keys, Resp::send($addr, ['KEYS', $pattern]));
     }
     sort($keys);
     return $keys;
+}
+
+/** "host:port" of every primary of the cluster. */
+function rcs_primaries(): array {
+    $addrs = array_map(fn($seed) => "{$seed[0]}:{$seed[1]}", rcs_seeds());
+    return array_values(array_filter($addrs, fn($addr) => Resp::send($addr, ['ROLE'])[0] === 'master'));
 }
 
 // ---- Child PHP processes ----

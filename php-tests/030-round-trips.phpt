@@ -1,0 +1,41 @@
+--TEST--
+Round trips per request in a warm worker, counted by the primaries: 2 for a locked request (changed, unchanged or read_and_close); 2 unlocked, 1 for an unlocked read_and_close
+--FILE--
+<?php
+require __DIR__ . '/inc/setup.php';
+// A warm worker runs 50 requests on one session; the primaries count the socket
+// reads (one per round trip). Reading the counters costs one read per primary,
+// measured by a pass with nothing in between and taken off.
+$code = <<<'PHP'
+    $kind = getenv('RCS_KIND');
+    $cycle = function () use ($kind) {
+        session_id('roundtrips' . md5($kind));
+        if ($kind === 'read_and_close') { session_start(['read_and_close' => true]); return; }
+        session_start();
+        if ($kind === 'changed') $_SESSION['n'] = ($_SESSION['n'] ?? 0) + 1;
+        session_write_close();
+    };
+    $cycle();
+    $primaries = rcs_primaries();
+    $before = resp_reads_processed($primaries);
+    $calibration = resp_reads_processed($primaries);
+    for ($i = 0; $i < 50; $i++) $cycle();
+    $reads = resp_reads_processed($primaries) - $calibration - ($calibration - $before);
+    // Replicas acknowledge replication once a second: a stray read, rounded away.
+    echo getenv('RCS_LABEL'), ': ', round($reads / 50), "\n";
+    PHP;
+foreach (['1' => 'locked', '0' => 'unlocked'] as $on => $label) {
+    foreach (['changed', 'unchanged', 'read_and_close'] as $kind) {
+        putenv("RCS_KIND=$kind");
+        putenv("RCS_LABEL=$label $kind");
+        echo rcs_php($code, ['redis.session.locking_enabled' => $on, 'session.lazy_write' => '1']);
+    }
+}
+?>
+--EXPECT--
+locked changed: 2
+locked unchanged: 2
+locked read_and_close: 2
+unlocked changed: 2
+unlocked unchanged: 2
+unlocked read_and_close: 1
