@@ -247,22 +247,26 @@ impl SessionStore for ClusterStore {
         data_key: &[u8],
         refresh: Option<Duration>,
     ) -> Result<Option<LockAndRead>> {
-        let mut pipe = redis::cluster::cluster_pipe();
-        pipe.cmd("SET")
+        let lock_ms = lock_ms.to_string();
+        let mut set = Cmd::with_capacity(7, lock_key.len() + secret.len() + lock_ms.len() + 13);
+        set.arg("SET")
             .arg(lock_key)
             .arg(secret)
             .arg("NX")
             .arg("GET")
             .arg("PX")
             .arg(lock_ms);
+        let mut read = Cmd::with_capacity(4, data_key.len() + 16);
         match refresh {
-            Some(ttl) => pipe
-                .cmd("GETEX")
+            Some(ttl) => read
+                .arg("GETEX")
                 .arg(data_key)
                 .arg("EX")
                 .arg(whole_seconds(ttl)),
-            None => pipe.cmd("GET").arg(data_key),
+            None => read.arg("GET").arg(data_key),
         };
+        let mut pipe = redis::cluster::ClusterPipeline::with_capacity(2);
+        pipe.add_command(set).add_command(read);
         self.with_connection(|connection| {
             if connection.no_set_nx_get {
                 return Ok(None);

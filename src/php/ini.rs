@@ -14,7 +14,7 @@ use ext_php_rs::zend::IniEntryDef;
 use super::abi::{zend_ini_long, zend_ini_string_ex};
 use crate::settings::{INI_DEFAULTS, IniSource};
 
-/// PHP's INI, read at call time so `ini_set()` applies at once.
+/// PHP's INI, read by name when a session opens.
 pub struct PhpIni;
 
 impl IniSource for PhpIni {
