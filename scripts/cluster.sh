@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Starts or stops a local 6-node cluster (3 primaries, 3 replicas) on 127.0.0.1.
 #   scripts/cluster.sh start|stop|status [redis|valkey] [BASE_PORT]
+#   scripts/cluster.sh kill-node|start-node FLAVOR BASE_PORT PORT
 # Nodes use ports BASE_PORT..BASE_PORT+5 (default 7100 for redis, 7200 for valkey).
 # Data, logs and pid files live in .cluster/<flavor>-<port>; stop kills only the pids recorded there.
 set -euo pipefail
@@ -48,18 +49,21 @@ cluster_ready() {
     [ "$("$CLI_BIN" -p "${ports[0]}" cluster nodes | grep -c slave)" -eq 3 ]
 }
 
+# Starts one node; a node restarted this way keeps its nodes.conf and rejoins.
+start_node() {
+    mkdir -p "$dir/$1"
+    "$SERVER_BIN" --port "$1" --bind 127.0.0.1 --dir "$dir/$1" \
+        --cluster-enabled yes --cluster-config-file nodes.conf \
+        --cluster-node-timeout "${CLUSTER_NODE_TIMEOUT:-2000}" \
+        --save '' --appendonly no --daemonize yes \
+        --pidfile "$dir/$1/pid" --logfile "$dir/$1/log" >/dev/null
+}
+
 start() {
     server_binaries "$flavor"
     [ -d "$dir" ] && stop
     local port
-    for port in "${ports[@]}"; do
-        mkdir -p "$dir/$port"
-        "$SERVER_BIN" --port "$port" --bind 127.0.0.1 --dir "$dir/$port" \
-            --cluster-enabled yes --cluster-config-file nodes.conf \
-            --cluster-node-timeout "${CLUSTER_NODE_TIMEOUT:-2000}" \
-            --save '' --appendonly no --daemonize yes \
-            --pidfile "$dir/$port/pid" --logfile "$dir/$port/log" >/dev/null
-    done
+    for port in "${ports[@]}"; do start_node "$port"; done
     for port in "${ports[@]}"; do
         wait_until 10 "node $port" "$CLI_BIN" -p "$port" ping
     done
@@ -74,5 +78,8 @@ case "$action" in
     start) start ;;
     stop) stop ;;
     status) server_binaries "$flavor"; cluster_ready && echo up || { echo down; exit 1; } ;;
-    *) die "usage: scripts/cluster.sh start|stop|status [redis|valkey] [BASE_PORT]" ;;
+    # For fault tests: SIGKILL one node, or start it again with its old identity.
+    kill-node) kill -9 "$(node_pid "${4:?PORT}")" ;;
+    start-node) server_binaries "$flavor"; start_node "${4:?PORT}" ;;
+    *) die "usage: scripts/cluster.sh start|stop|status|kill-node|start-node [redis|valkey] [BASE_PORT] [PORT]" ;;
 esac

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds, and runs every test: Rust unit tests, the
 # phpize build, then the cluster tests (Rust and .phpt) against a local Redis
-# cluster and a local Valkey cluster, each started and stopped here, and a
-# smoke run of the benchmark.
+# cluster and a local Valkey cluster, each started and stopped here, then a
+# short failover chaos run on both and a smoke run of the benchmark.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -26,6 +26,10 @@ for flavor in redis valkey; do
 done
 echo "php-tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
+
+# The failover chaos test, short: fails on a crash, a hang, a silent failure,
+# an acknowledged update lost in a graceful failover or a lock past its TTL.
+CHAOS_SKIP_SETUP=1 "$ROOT/chaos/run.sh" --short redis valkey
 
 # The benchmark at tiny sizes, so it keeps working; it asserts nothing about speed.
 BENCH_SKIP_SETUP=1 "$ROOT/bench/run.sh" --smoke

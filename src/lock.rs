@@ -161,10 +161,15 @@ return {1, redis.call('GET', KEYS[1])}"
 ));
 
 /// KEYS: data, lock. ARGV: secret, data, data TTL s. Stores and releases only
-/// while the lock holds the secret; returns 1 if it did, 0 if the lock was lost.
+/// while the lock holds the secret; returns 1 if it did, 0 if the lock was
+/// lost. A repeat after a lost reply finds the lock gone and its own data
+/// stored, and counts that as done.
 static WRITE_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_lua!(),
-    r"if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+    r"if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+  if redis.call('GET', KEYS[1]) == ARGV[2] then return 1 end
+  return 0
+end
 redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
 release(KEYS[1], KEYS[2], ARGV[1])
 return 1"
@@ -723,5 +728,47 @@ mod tests {
             matches!(outcome, Acquired::Locked(held, Some(data)) if data == b"data" && held.lock_key == b"{k}_LOCK")
         );
         assert_eq!(attempts, 6);
+    }
+}
+
+/// The scripts on a real cluster; `scripts/test.sh` runs them with
+/// `cargo test -- --ignored` after starting one.
+#[cfg(test)]
+mod cluster_tests {
+    use super::*;
+    use crate::store::cluster_tests::store;
+
+    fn lock_settings() -> LockSettings {
+        LockSettings {
+            ttl: Duration::from_secs(10),
+            wait: Duration::from_millis(20),
+            retries: Some(5),
+            failure_readonly: false,
+            release: ReleaseCommand::Eval,
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_repeated_write_after_a_lost_reply_counts_as_done() {
+        let mut store = store();
+        let data_key = format!("RCS_UNIT:{}:idempotent", std::process::id()).into_bytes();
+        let lock_key = crate::keys::lock_key(&data_key).unwrap();
+        let ttl = Duration::from_secs(60);
+        let Acquired::Locked(held, None) =
+            acquire_and_read(&mut store, &data_key, &lock_key, &lock_settings(), None).unwrap()
+        else {
+            panic!("the lock should be free and the session new");
+        };
+        for _ in 0..2 {
+            assert!(
+                save_and_release(&mut store, Save::Write, &data_key, &held, b"v1", ttl).unwrap()
+            );
+        }
+        // Other data after the lock is gone is refused and stores nothing.
+        assert!(!save_and_release(&mut store, Save::Write, &data_key, &held, b"v2", ttl).unwrap());
+        assert_eq!(store.get(&data_key, None).unwrap(), Some(b"v1".to_vec()));
+        assert!(!store.exists(&lock_key).unwrap());
+        store.delete(&data_key).unwrap();
     }
 }

@@ -7,9 +7,10 @@
 //! at module startup, because FPM forks after startup.
 
 use std::cell::RefCell;
-use std::time::Duration;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use redis::cluster::{ClusterClient, ClusterConnection};
 use redis::{Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind, cmd};
 
@@ -110,17 +111,44 @@ impl ClusterStore {
 
     /// Runs `f` on this thread's connection, connecting first if needed. A
     /// connection that saw a transport error is dropped, never reused.
+    ///
+    /// Failures a cluster recovers from by itself (a primary that died and is
+    /// being replaced, a node restarting, a slot map that is still converging)
+    /// are retried on a fresh connection and slot map until the read timeout
+    /// has passed since the first try. Every step of the session protocol is
+    /// safe to repeat: an acquire recognises its own secret, a write whose
+    /// reply was lost finds its own data stored, a release finds nothing to do.
     fn with_connection<T>(
         &self,
-        f: impl FnOnce(&mut Connection) -> redis::RedisResult<T>,
+        mut f: impl FnMut(&mut Connection) -> redis::RedisResult<T>,
     ) -> Result<T> {
+        let deadline = Instant::now() + self.config.read_timeout;
+        loop {
+            match self.try_once(&mut f) {
+                Err(Failure {
+                    transient: true, ..
+                }) if Instant::now() < deadline => sleep(RETRY_PAUSE),
+                outcome => return outcome.map_err(|failure| failure.error),
+            }
+        }
+    }
+
+    fn try_once<T>(
+        &self,
+        f: &mut impl FnMut(&mut Connection) -> redis::RedisResult<T>,
+    ) -> Result<T, Failure> {
         CONNECTION.with(|cell| {
             let mut cached = cell.borrow_mut();
             if cached.as_ref().is_none_or(|c| c.config != self.config) {
                 *cached = None;
+                let cluster = connect(&self.config).map_err(|err| Failure {
+                    transient: is_transient(&err),
+                    error: anyhow::Error::new(err)
+                        .context("Couldn't map cluster keyspace using any provided seed"),
+                })?;
                 *cached = Some(Connection {
                     config: self.config.clone(),
-                    cluster: connect(&self.config)?,
+                    cluster,
                     unsupported: Vec::new(),
                     no_set_nx_get: false,
                 });
@@ -130,7 +158,11 @@ impl ClusterStore {
                 if !leaves_connection_usable(&err) {
                     *cached = None;
                 }
-                anyhow::Error::new(err).context("Error communicating with the Redis Cluster")
+                Failure {
+                    transient: is_transient(&err),
+                    error: anyhow::Error::new(err)
+                        .context("Error communicating with the Redis Cluster"),
+                }
             })
         })
     }
@@ -140,7 +172,7 @@ impl ClusterStore {
     }
 }
 
-fn connect(config: &ConnectionConfig) -> Result<ClusterConnection> {
+fn connect(config: &ConnectionConfig) -> redis::RedisResult<ClusterConnection> {
     let nodes = config
         .seeds
         .iter()
@@ -157,10 +189,37 @@ fn connect(config: &ConnectionConfig) -> Result<ClusterConnection> {
             builder = builder.username(user);
         }
     }
-    builder
-        .build()
-        .and_then(|client| client.get_connection())
-        .context("Couldn't map cluster keyspace using any provided seed")
+    builder.build()?.get_connection()
+}
+
+/// A failed attempt, and whether trying again may succeed.
+struct Failure {
+    error: anyhow::Error,
+    transient: bool,
+}
+
+/// Pause between attempts while the cluster recovers.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// Failures that last only until the cluster has failed over, a node is back
+/// or the slot map has settled. Authentication, permission and script errors
+/// are not among them: they fail at once.
+fn is_transient(err: &RedisError) -> bool {
+    matches!(
+        err.kind(),
+        ErrorKind::Io
+            | ErrorKind::ClusterConnectionNotFound
+            | ErrorKind::Client
+            | ErrorKind::Server(
+                ServerErrorKind::TryAgain
+                    | ServerErrorKind::ClusterDown
+                    | ServerErrorKind::MasterDown
+                    | ServerErrorKind::BusyLoading
+                    | ServerErrorKind::ReadOnly
+                    | ServerErrorKind::Moved
+                    | ServerErrorKind::Ask
+            )
+    )
 }
 
 /// Error replies leave the connection in sync; anything else (I/O, timeout,
@@ -335,12 +394,13 @@ fn is_err_starting(err: &RedisError, text: &str) -> bool {
 /// Tests against the real cluster named by RCS_SEEDS; `scripts/test.sh` runs
 /// them with `cargo test -- --ignored` after starting a cluster.
 #[cfg(test)]
-mod cluster_tests {
+pub(crate) mod cluster_tests {
     use super::*;
     use crate::keys::{hash_slot, lock_key};
     use crate::save_path;
 
-    fn store() -> ClusterStore {
+    /// A store on the cluster named by RCS_SEEDS.
+    pub(crate) fn store() -> ClusterStore {
         let seeds =
             std::env::var("RCS_SEEDS").expect("RCS_SEEDS=host:port,... of a running cluster");
         let path = seeds

@@ -7,12 +7,17 @@ final class Resp {
 
     private static function socket(string $addr) {
         if (!isset(self::$sockets[$addr])) {
-            $s = stream_socket_client("tcp://$addr", $errno, $errstr, 2);
+            $s = @stream_socket_client("tcp://$addr", $errno, $errstr, 2);
             if (!$s) throw new RuntimeException("connect $addr: $errstr");
             stream_set_timeout($s, 5);
             self::$sockets[$addr] = $s;
         }
         return self::$sockets[$addr];
+    }
+
+    /** Drops the connection to $addr (after its server died), so the next send reconnects. */
+    public static function forget(string $addr): void {
+        unset(self::$sockets[$addr]);
     }
 
     /** Sends one command to $addr and returns the reply (errors as RespError). */

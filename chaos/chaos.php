@@ -1,0 +1,310 @@
+<?php
+// The failover chaos test: locked session cycles in several PHP processes
+// while the cluster fails over three ways, each phase with sessions of its own:
+//   graceful  CLUSTER FAILOVER on the replica of the shared session's primary
+//   kill      SIGKILL of the shared session's primary (its replica takes over)
+//   restart   the killed node started again (it rejoins as a replica)
+// Prints a table; exits 1 if a hard rule broke: a PHP process crashed or hung,
+// a failure came without a warning, an acknowledged update was lost in the
+// graceful phase, or a lock outlived its TTL.
+//   RCS_EXT=... php -n chaos/chaos.php FLAVOR BASE_PORT [--short]
+require __DIR__ . '/../php-tests/inc/resp.php';
+
+[, $flavor, $base] = $argv;
+$short = in_array('--short', $argv, true);
+$root = dirname(__DIR__);
+$nodes = array_map(fn($i) => '127.0.0.1:' . ($base + $i), range(0, 5));
+$workers = $short ? 4 : 6;
+$lock_expire = 10;
+$before_event = 2.0;
+$phases = [
+    'graceful' => $short ? 6 : 10,
+    'kill' => $short ? 8 : 12,
+    'restart' => $short ? 6 : 10,
+];
+
+function log_line(string $text): void {
+    fwrite(STDERR, "chaos: $text\n");
+}
+
+/** A reply from the first node that answers, or null. */
+function any_node(array $args) {
+    global $nodes;
+    foreach ($nodes as $addr) {
+        try {
+            $reply = Resp::send($addr, $args);
+            if (!$reply instanceof RespError) return $reply;
+        } catch (Throwable) {
+            Resp::forget($addr);
+        }
+    }
+    return null;
+}
+
+/** [primary, replicas] of the slot, from CLUSTER SLOTS on a live node. */
+function slot_owners(int $slot): array {
+    foreach (any_node(['CLUSTER', 'SLOTS']) ?? [] as $range) {
+        if ($slot >= $range[0] && $slot <= $range[1]) {
+            $addr = fn($node) => "{$node[0]}:{$node[1]}";
+            return [$addr($range[2]), array_map($addr, array_slice($range, 3))];
+        }
+    }
+    return [null, []];
+}
+
+function wait_for(callable $condition, float $seconds): ?float {
+    $start = microtime(true);
+    while (microtime(true) - $start < $seconds) {
+        if ($condition()) return microtime(true) - $start;
+        usleep(50000);
+    }
+    return null;
+}
+
+function cluster_healthy(): bool {
+    global $nodes;
+    $up = 0;
+    foreach ($nodes as $addr) {
+        try {
+            $info = Resp::send($addr, ['CLUSTER', 'INFO']);
+            if (!is_string($info) || !str_contains($info, 'cluster_state:ok')) return false;
+            $up++;
+        } catch (Throwable) {
+            Resp::forget($addr);
+        }
+    }
+    return $up >= 5;
+}
+
+function cluster_script(string $action, string $addr): void {
+    global $root, $flavor, $base;
+    $port = (int)substr(strrchr($addr, ':'), 1);
+    exec(escapeshellarg("$root/scripts/cluster.sh") . " $action $flavor $base $port 2>&1", $out, $status);
+    if ($status !== 0) throw new RuntimeException("cluster.sh $action $port: " . implode("\n", $out));
+}
+
+function key_of(string $prefix, string $sid): string {
+    return $prefix . $sid;
+}
+
+/** The session's counter as stored, read from its slot's primary. */
+function stored_count(string $key): ?int {
+    [$primary] = slot_owners(any_node(['CLUSTER', 'KEYSLOT', $key]));
+    $data = $primary ? Resp::send($primary, ['GET', $key]) : null;
+    return is_string($data) && preg_match('/n\|i:(\d+);/', $data, $m) ? (int)$m[1] : ($data === null ? 0 : null);
+}
+
+function spawn_worker(array $job, string $prefix): array {
+    global $nodes;
+    $save_path = implode('&', array_map(fn($a) => "seed[]=$a", $nodes))
+        . '&timeout=0.5&read_timeout=2&prefix=' . urlencode($prefix);
+    $ini = [
+        'session.save_handler' => 'rediscluster', 'session.save_path' => $save_path,
+        'session.use_cookies' => '0', 'session.use_only_cookies' => '0', 'session.cache_limiter' => '',
+        'session.use_strict_mode' => '0', 'session.gc_probability' => '0',
+        'redis.session.locking_enabled' => '1', 'redis.session.lock_expire' => (string)$GLOBALS['lock_expire'],
+        'redis.session.lock_wait_time' => '20000', 'redis.session.lock_retries' => '250',
+    ];
+    $cmd = [PHP_BINARY, '-n', '-d', 'extension=' . getenv('RCS_EXT')];
+    foreach ($ini as $k => $v) array_push($cmd, '-d', "$k=\"$v\"");
+    array_push($cmd, __DIR__ . '/worker.php', json_encode($job));
+    $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
+    stream_set_blocking($pipes[1], false);
+    return ['proc' => $proc, 'out' => $pipes[1], 'err' => $pipes[2], 'buffer' => ''];
+}
+
+/** Waits for a worker until $deadline; returns [result or null, how it ended]. */
+function finish_worker(array $w, float $deadline): array {
+    while (true) {
+        $w['buffer'] .= stream_get_contents($w['out']);
+        $status = proc_get_status($w['proc']);
+        if (!$status['running']) {
+            $w['buffer'] .= stream_get_contents($w['out']);
+            $err = stream_get_contents($w['err']);
+            proc_close($w['proc']);
+            if ($status['signaled']) return [null, "crashed (signal {$status['termsig']}) $err"];
+            if ($status['exitcode'] !== 0) return [null, "exited {$status['exitcode']}: $err"];
+            return [json_decode(trim($w['buffer']), true), 'ok'];
+        }
+        if (microtime(true) > $deadline) {
+            proc_terminate($w['proc'], 9);
+            proc_close($w['proc']);
+            return [null, 'hung'];
+        }
+        usleep(20000);
+    }
+}
+
+/** Runs one phase: workers on fresh sessions, $event after $before_event seconds. */
+function run_phase(string $name, float $seconds, callable $event): array {
+    global $workers, $before_event;
+    $prefix = "CHAOS:$name:" . bin2hex(random_bytes(3)) . ':';
+    $shared = 'shared' . bin2hex(random_bytes(8));
+    $start_ns = hrtime(true) + 300_000_000;
+    $procs = [];
+    for ($i = 0; $i < $workers; $i++) {
+        $job = ['own' => "own$i" . bin2hex(random_bytes(8)), 'shared' => $shared,
+            'seconds' => $seconds, 'start_ns' => $start_ns];
+        $procs[] = spawn_worker($job, $prefix);
+    }
+    time_nanosleep(0, 300_000_000);
+    usleep((int)($before_event * 1e6));
+    $slot = any_node(['CLUSTER', 'KEYSLOT', key_of($prefix, $shared)]);
+    $event_ns = hrtime(true);
+    [$event_text, $event_seconds] = $event($slot);
+    $ended = [];
+    $results = [];
+    foreach ($procs as $w) {
+        [$result, $how] = finish_worker($w, microtime(true) + $seconds + 30);
+        $ended[] = $how;
+        if ($result) $results[] = $result;
+    }
+    wait_for('cluster_healthy', 30);
+
+    $acked = [];
+    $done = [];
+    $failures = ['start' => 0, 'write' => 0];
+    $silent = 0;
+    $texts = [];
+    foreach ($results as $r) {
+        foreach ($r['acked'] as $sid => $n) $acked[$sid] = ($acked[$sid] ?? 0) + $n;
+        foreach ($r['done'] as $sid => $times) $done[$sid] = array_merge($done[$sid] ?? [], $times);
+        foreach ($r['failures'] as [, $stage, $warnings]) {
+            $failures[$stage]++;
+            if (!$warnings) $silent++;
+            foreach ($warnings as $text) {
+                $text = preg_replace('/\d+\.\d+\.\d+\.\d+:\d+/', 'HOST:PORT', $text);
+                $texts[$text] = ($texts[$text] ?? 0) + 1;
+            }
+        }
+    }
+    $lost = $unacked_stored = 0;
+    foreach ($acked as $sid => $n) {
+        $stored = stored_count(key_of($prefix, $sid));
+        if ($stored === null) {
+            $lost += $n;
+            continue;
+        }
+        $lost += max(0, $n - $stored);
+        $unacked_stored += max(0, $stored - $n);
+    }
+    // The longest time a session went without a successful request, from the
+    // event on (every session is busy all the time, so any gap is a stall).
+    $stall = 0;
+    foreach ($done as $times) {
+        sort($times);
+        $times = array_values(array_filter($times, fn($t) => $t >= $event_ns));
+        $previous = $event_ns;
+        foreach ($times as $t) {
+            $stall = max($stall, $t - $previous);
+            $previous = $t;
+        }
+    }
+    return [
+        'phase' => $name,
+        'event' => $event_text . ' after ' . ($event_seconds === null ? 'never' : round($event_seconds, 2) . ' s'),
+        // How long the session's slot had no primary: only the kill leaves one.
+        'no primary s' => $name === 'kill' ? $event_seconds : 0.0,
+        'ok' => array_sum($acked),
+        'failed start' => $failures['start'],
+        'failed write' => $failures['write'],
+        'silent failures' => $silent,
+        'lost acked' => $lost,
+        'stored, not acked' => $unacked_stored,
+        'longest session stall s' => round($stall / 1e9, 2),
+        'crashed or hung' => count(array_filter($ended, fn($how) => $how !== 'ok')),
+        'ended' => array_values(array_filter($ended, fn($how) => $how !== 'ok')),
+        'warnings' => $texts,
+        'prefix' => $prefix,
+    ];
+}
+
+$killed = null;
+$events = [
+    'graceful' => function (int $slot) {
+        [$primary, $replicas] = slot_owners($slot);
+        $reply = Resp::send($replicas[0], ['CLUSTER', 'FAILOVER']);
+        $took = wait_for(fn() => slot_owners($slot)[0] === $replicas[0], 10);
+        return ["CLUSTER FAILOVER on $replicas[0] ($reply): primary moved", $took];
+    },
+    'kill' => function (int $slot) use (&$killed) {
+        [$primary] = slot_owners($slot);
+        $killed = $primary;
+        cluster_script('kill-node', $primary);
+        Resp::forget($primary);
+        $took = wait_for(fn() => ($owner = slot_owners($slot)[0]) !== null && $owner !== $primary, 20);
+        return ["SIGKILL $primary: replica promoted", $took];
+    },
+    'restart' => function (int $slot) use (&$killed) {
+        cluster_script('start-node', $killed);
+        $took = wait_for(function () use ($killed) {
+            try {
+                $role = Resp::send($killed, ['ROLE']);
+                return is_array($role) && $role[0] === 'slave' && $role[3] === 'connected';
+            } catch (Throwable) {
+                Resp::forget($killed);
+                return false;
+            }
+        }, 20);
+        return ["restarted $killed: back as a replica in sync", $took];
+    },
+];
+
+$rows = [];
+foreach ($phases as $name => $seconds) {
+    log_line("$flavor: phase $name, $workers workers, {$seconds} s");
+    $rows[] = run_phase($name, $seconds, $events[$name]);
+}
+
+// Locks: every one left must carry a TTL, and none may outlive it.
+function lock_keys(): array {
+    global $nodes;
+    $keys = [];
+    foreach ($nodes as $addr) {
+        try {
+            if (Resp::send($addr, ['ROLE'])[0] !== 'master') continue;
+            foreach (Resp::send($addr, ['KEYS', '*CHAOS:*_LOCK*']) as $key) $keys[$key] = $addr;
+        } catch (Throwable) {
+            Resp::forget($addr);
+        }
+    }
+    return $keys;
+}
+$without_ttl = count(array_filter(lock_keys(), fn($addr, $key) => Resp::send($addr, ['PTTL', $key]) === -1,
+    ARRAY_FILTER_USE_BOTH));
+sleep($lock_expire + 3);
+$stuck = count(lock_keys()) + $without_ttl;
+
+$columns = ['phase', 'ok', 'failed start', 'failed write', 'silent failures', 'lost acked', 'stored, not acked',
+    'longest session stall s', 'crashed or hung'];
+echo "\n$flavor ($workers workers, locked cycles, lock_expire=$lock_expire s, cluster-node-timeout 1 s)\n\n";
+echo '| ', implode(' | ', $columns), " |\n|", str_repeat('---|', count($columns)), "\n";
+foreach ($rows as $row) echo '| ', implode(' | ', array_map(fn($c) => $row[$c], $columns)), " |\n";
+echo "\nlocks left after their TTL: $stuck\n";
+foreach ($rows as $row) {
+    echo "- {$row['phase']}: {$row['event']}\n";
+    foreach ($row['warnings'] as $text => $count) echo "    {$count}x $text\n";
+    foreach ($row['ended'] as $how) echo "    worker $how\n";
+}
+
+$broken = [];
+foreach ($rows as $row) {
+    if ($row['crashed or hung']) $broken[] = "{$row['phase']}: a PHP process crashed or hung";
+    if ($row['silent failures']) $broken[] = "{$row['phase']}: a failure without a warning";
+    // The target is the promotion time plus 1 s; 2 s leaves room for a noisy machine. A lock
+    // left behind by a failed write would stall its session for the lock TTL (10 s).
+    $allowed = ($row['no primary s'] ?? INF) + 2;
+    if ($row['longest session stall s'] > $allowed) {
+        $broken[] = "{$row['phase']}: a session stalled {$row['longest session stall s']} s (allowed $allowed s)";
+    }
+    // Requests ride a failover out for up to read_timeout (2 s): none fails while a primary is
+    // there, and each worker fails about once per 2 s without one; failing fast would fail hundreds.
+    $without_primary = $row['no primary s'] ?? INF;
+    $allowed = $without_primary > 0 ? $workers * ((int)ceil($without_primary / 2) + 1) : 0;
+    $failed = $row['failed start'] + $row['failed write'];
+    if ($failed > $allowed) $broken[] = "{$row['phase']}: $failed failed requests (allowed $allowed)";
+}
+if ($rows[0]['lost acked']) $broken[] = 'graceful failover lost acknowledged updates';
+if ($stuck) $broken[] = "$stuck locks outlived their TTL";
+foreach ($broken as $why) echo "BROKEN: $why\n";
+exit($broken ? 1 : 0);

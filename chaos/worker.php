@@ -1,0 +1,40 @@
+<?php
+// One chaos worker: locked session cycles until its time is up, alternating
+// between a session of its own and one shared by every worker. Prints one JSON
+// line: acknowledged increments per session, each successful cycle's end time,
+// and every failure with its warning.
+//   php -n -d ...session INI... chaos/worker.php JOB_JSON
+$job = json_decode($argv[1], true, flags: JSON_THROW_ON_ERROR);
+$warnings = [];
+set_error_handler(function (int $type, string $message) use (&$warnings) {
+    $warnings[] = preg_replace('/ \(path: .*\)$/', '', $message);
+    return true;
+});
+
+$sessions = [$job['own'], $job['shared']];
+$acked = array_fill_keys($sessions, 0);
+$done = array_fill_keys($sessions, []);
+$failures = [];
+$wait = $job['start_ns'] - hrtime(true);
+if ($wait > 0) usleep(intdiv($wait, 1000));
+$end = hrtime(true) + (int)($job['seconds'] * 1e9);
+for ($i = 0; hrtime(true) < $end; $i++) {
+    $sid = $sessions[$i % 2];
+    $warnings = [];
+    session_id($sid);
+    if (!session_start()) {
+        $failures[] = [hrtime(true), 'start', $warnings];
+        usleep(20000);
+        continue;
+    }
+    $_SESSION['n'] = ($_SESSION['n'] ?? 0) + 1;
+    session_write_close();
+    if ($warnings) {
+        $failures[] = [hrtime(true), 'write', $warnings];
+        continue;
+    }
+    $acked[$sid]++;
+    $done[$sid][] = hrtime(true);
+    usleep(2000);
+}
+echo json_encode(['acked' => $acked, 'done' => $done, 'failures' => $failures]), "\n";
