@@ -10,6 +10,8 @@ cd "$ROOT"
 "$ROOT/scripts/install-deps.sh"
 "$ROOT/scripts/build.sh"
 cargo test --locked
+# The property tests again, a million cases each: save_path parser, key and lock-key rules.
+PROPTEST_CASES=1000000 cargo test --release --locked fuzz
 "$ROOT/scripts/phpize-build.sh"
 
 trap '"$ROOT/scripts/cluster.sh" stop redis; "$ROOT/scripts/cluster.sh" stop valkey' EXIT

@@ -141,3 +141,42 @@ mod tests {
         assert_eq!(hash_slot(b"foo{{bar}}zap"), hash_slot(b"{bar"));
     }
 }
+
+/// Property tests; `scripts/test.sh` runs a million cases of each in release.
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    /// Bytes that would change a key's slot or break a protocol line.
+    const NEVER_IN_IDS: &[u8] = b"{}\0 \r\n";
+
+    /// Prefixes full of braces and arbitrary bytes.
+    fn prefix() -> impl Strategy<Value = Vec<u8>> {
+        vec(prop_oneof![Just(b'{'), Just(b'}'), any::<u8>()], 0..40)
+    }
+
+    proptest! {
+        #[test]
+        fn fuzz_the_lock_key_stays_on_the_data_key_slot(
+            prefix in prefix(),
+            sid in "[a-zA-Z0-9,-]{1,256}",
+        ) {
+            let key = session_key(&prefix, sid.as_bytes()).unwrap();
+            match lock_key(&key) {
+                Ok(lock) => prop_assert_eq!(hash_slot(&lock), hash_slot(&key)),
+                Err(err) => prop_assert_eq!(err, KeyError::MalformedPrefix),
+            }
+        }
+
+        #[test]
+        fn fuzz_only_php_session_ids_make_keys(prefix in prefix(), sid in vec(any::<u8>(), 0..300)) {
+            if let Ok(key) = session_key(&prefix, &sid) {
+                prop_assert!((1..=MAX_SID_LEN).contains(&sid.len()));
+                prop_assert!(!sid.iter().any(|b| NEVER_IN_IDS.contains(b)));
+                prop_assert!(key.ends_with(&sid));
+            }
+        }
+    }
+}

@@ -490,3 +490,83 @@ mod tests {
         assert_eq!(url_decode(b"%41%zz%4"), b"A%zz%4");
     }
 }
+
+/// Property tests over random save_paths glued from grammar fragments. The
+/// count is proptest's default; `scripts/test.sh` runs a million in release.
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    /// Pieces that reach every branch of the grammar, plus random text.
+    fn fragment() -> impl Strategy<Value = String> {
+        prop_oneof![
+            prop::sample::select(vec![
+                "seed[]=",
+                "seed[x]=",
+                "seed=",
+                "&",
+                "=",
+                "[",
+                "]",
+                "[]",
+                "%",
+                "%5B",
+                "%5d",
+                "%zz",
+                "+",
+                "127.0.0.1:7000",
+                "[::1]:7000",
+                "host:",
+                ":0",
+                ":65536",
+                "timeout=",
+                "read_timeout=",
+                "-1",
+                "0",
+                "1.5",
+                "1e400",
+                "nan",
+                "auth[]=",
+                "auth[user]=",
+                "auth[pass]=",
+                "auth=",
+                "prefix=",
+                "{",
+                "}",
+                "persistent=1",
+                "failover=error",
+                "stream[verify_peer]=0",
+            ])
+            .prop_map(str::to_owned),
+            "[ -~]{0,8}",
+            any::<char>().prop_map(String::from),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn fuzz_any_save_path_parses_or_fails_cleanly(parts in vec(fragment(), 0..24)) {
+            if let Ok(path) = parse(&parts.concat()) {
+                prop_assert!(!path.seeds.is_empty());
+                prop_assert!(path.connect_timeout > Duration::ZERO);
+                prop_assert!(path.read_timeout > Duration::ZERO);
+            }
+        }
+
+        #[test]
+        fn fuzz_the_password_is_never_shown(
+            before in vec(fragment(), 0..12),
+            password in "[A-Za-z0-9]{12,20}",
+            after in vec(fragment(), 0..12),
+        ) {
+            let path = format!("{}&auth=PW{password}&{}", before.concat(), after.concat());
+            let shown = match parse(&path) {
+                Ok(parsed) => format!("{parsed:?}"),
+                Err(err) => format!("{err} {err:?}"),
+            };
+            prop_assert!(!shown.contains(&password), "{shown}");
+        }
+    }
+}
