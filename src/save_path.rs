@@ -246,6 +246,24 @@ fn parse_auth(param: Option<Param>) -> Result<Option<Auth>, SavePathError> {
 
 /// The subset of PHP's `parse_str` that save paths use: `&`-separated pairs,
 /// percent and `+` decoding, `name[]` and `name[key]` arrays; later values win.
+/// The save_path as it may be shown: the value of every `auth` parameter
+/// (`auth`, `auth[]`, `auth[user]`, ...) replaced by `***`, the rest as
+/// written. `None` when there is nothing to hide.
+pub fn redact(save_path: &str) -> Option<String> {
+    let mut hidden = false;
+    let parts: Vec<String> = save_path
+        .split('&')
+        .map(|part| match part.split_once('=') {
+            Some((name, _)) if url_decode(name.as_bytes()).starts_with(b"auth") => {
+                hidden = true;
+                format!("{name}=***")
+            }
+            _ => part.to_owned(),
+        })
+        .collect();
+    hidden.then(|| parts.join("&"))
+}
+
 fn parse_query(query: &[u8]) -> BTreeMap<String, Param> {
     let mut params = BTreeMap::new();
     for pair in query.split(|&b| b == b'&').filter(|p| !p.is_empty()) {
@@ -321,6 +339,19 @@ fn url_decode(input: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn redact_hides_every_auth_value_and_nothing_else() {
+        assert_eq!(redact("seed[]=h:1&timeout=2"), None);
+        assert_eq!(
+            redact("seed[]=h:1&auth=pw&prefix=p"),
+            Some("seed[]=h:1&auth=***&prefix=p".into())
+        );
+        assert_eq!(
+            redact("auth[]=user&auth[]=pw&%61uth[pass]=x&seed[]=h:1"),
+            Some("auth[]=***&auth[]=***&%61uth[pass]=***&seed[]=h:1".into())
+        );
+    }
 
     fn seed(host: &str, port: u16) -> Seed {
         Seed {
@@ -567,6 +598,8 @@ mod fuzz {
                 Err(err) => format!("{err} {err:?}"),
             };
             prop_assert!(!shown.contains(&password), "{shown}");
+            let redacted = redact(&path);
+            prop_assert!(redacted.as_ref().is_some_and(|r| !r.contains(&password)), "{redacted:?}");
         }
     }
 }

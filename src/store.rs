@@ -205,21 +205,25 @@ const RETRY_PAUSE: Duration = Duration::from_millis(100);
 /// or the slot map has settled. Authentication, permission and script errors
 /// are not among them: they fail at once.
 fn is_transient(err: &RedisError) -> bool {
-    matches!(
-        err.kind(),
-        ErrorKind::Io
-            | ErrorKind::ClusterConnectionNotFound
-            | ErrorKind::Client
-            | ErrorKind::Server(
-                ServerErrorKind::TryAgain
-                    | ServerErrorKind::ClusterDown
-                    | ServerErrorKind::MasterDown
-                    | ServerErrorKind::BusyLoading
-                    | ServerErrorKind::ReadOnly
-                    | ServerErrorKind::Moved
-                    | ServerErrorKind::Ask
-            )
-    )
+    // The client reports a refused login while connecting as an I/O error
+    // whose text names the cause.
+    let refused_login = err.to_string().contains("AuthenticationFailed");
+    !refused_login
+        && matches!(
+            err.kind(),
+            ErrorKind::Io
+                | ErrorKind::ClusterConnectionNotFound
+                | ErrorKind::Client
+                | ErrorKind::Server(
+                    ServerErrorKind::TryAgain
+                        | ServerErrorKind::ClusterDown
+                        | ServerErrorKind::MasterDown
+                        | ServerErrorKind::BusyLoading
+                        | ServerErrorKind::ReadOnly
+                        | ServerErrorKind::Moved
+                        | ServerErrorKind::Ask
+                )
+        )
 }
 
 /// Error replies leave the connection in sync; anything else (I/O, timeout,

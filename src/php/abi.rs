@@ -46,6 +46,8 @@ unsafe extern "C" {
     pub fn _php_find_ps_module(name: *const c_char) -> *const PsModule;
     pub fn php_session_create_id(mod_data: ModData) -> *mut zend_string;
     pub fn zend_unregister_ini_entries(module_number: c_int);
+    pub fn php_html_puts(text: *const c_char, size: usize);
+    pub fn php_output_write(text: *const c_char, len: usize) -> usize;
     pub fn zend_ini_long(name: *const c_char, name_length: usize, orig: c_int) -> zend_long;
     pub fn zend_ini_string_ex(
         name: *const c_char,

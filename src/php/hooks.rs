@@ -17,6 +17,7 @@ use ext_php_rs::types::ZendStr;
 
 use super::abi::{FAILURE, ModData, SUCCESS, php_session_create_id};
 use super::ini::PhpIni;
+use super::secrets;
 use crate::handler::SessionHandler;
 use crate::settings::Settings;
 use crate::store::ClusterStore;
@@ -28,18 +29,17 @@ fn warn(message: &str) {
 }
 
 /// Runs a hook body: its error or panic becomes a warning and `failure`.
+/// PHP follows a failure with a warning of its own that quotes the save_path,
+/// so the password in it is masked first.
 fn guard<T>(hook: &str, failure: T, body: impl FnOnce() -> Result<T>) -> T {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(value)) => value,
-        Ok(Err(err)) => {
-            warn(&format!("{err:#}"));
-            failure
-        }
-        Err(_) => {
-            warn(&format!("rediscluster: internal error in the {hook} hook"));
-            failure
-        }
-    }
+    let message = match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(value)) => return value,
+        Ok(Err(err)) => format!("{err:#}"),
+        Err(_) => format!("rediscluster: internal error in the {hook} hook"),
+    };
+    secrets::mask_save_path();
+    warn(&message);
+    failure
 }
 
 /// A clamped `session.gc_maxlifetime` gets phpredis's notice in the hooks
@@ -100,6 +100,7 @@ pub unsafe extern "C" fn open(
     _session_name: *const c_char,
 ) -> zend_result {
     guard("open", FAILURE, || {
+        let save_path = secrets::unmask(save_path);
         // SAFETY: PHP passes a NUL-terminated save_path (or NULL).
         let save_path = unsafe { save_path.as_ref() }
             .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy())

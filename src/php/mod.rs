@@ -1,6 +1,8 @@
-//! The FFI boundary with PHP: module entry, INI, and the session hooks.
+//! The FFI boundary with PHP: module entry, INI, the session hooks, and
+//! keeping the save_path password out of what PHP prints.
 
 mod abi;
 mod hooks;
 mod ini;
 mod module;
+mod secrets;

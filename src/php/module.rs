@@ -18,6 +18,7 @@ use super::abi::{
 };
 use super::hooks;
 use super::ini::{self, PhpIni};
+use super::secrets;
 use crate::settings::{INI_DEFAULTS, IniSource};
 
 const HANDLER_NAME: &CStr = c"rediscluster";
@@ -86,6 +87,7 @@ pub extern "C" fn get_module() -> *mut ModuleEntry {
 unsafe extern "C" fn minit(_type: i32, module_number: i32) -> i32 {
     ini::register_missing(module_number);
     take_over_phpredis_handler();
+    secrets::mask_in_phpinfo();
     // SAFETY: a 'static module that PHP may keep for the life of the process.
     unsafe { php_session_register_module(&SESSION_MODULE.0) }
 }

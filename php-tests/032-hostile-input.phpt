@@ -1,0 +1,83 @@
+--TEST--
+Hostile input: a 16 MB session with NUL bytes round-trips (locked and unlocked); ids of 256 characters work, longer or odd ones are refused with a warning (or replaced by PHP) and leave no key or lock; malformed brace prefixes are refused with locking on
+--FILE--
+<?php
+require __DIR__ . '/inc/setup.php';
+set_error_handler(function ($type, $message) {
+    echo "  ", preg_replace('/ \(path: .*\)$/', '', $message), "\n";
+    return true;
+});
+$blob = str_repeat("\0\x01\xff{}\r\n", 2 * 1024 * 1024);   // 16 MB
+foreach (['0' => 'unlocked', '1' => 'locked'] as $on => $label) {
+    $sid = "big$on" . bin2hex(random_bytes(6));
+    $out = rcs_php("session_id('$sid'); session_start(); \$_SESSION['blob'] = str_repeat(\"\\0\\x01\\xff{}\\r\\n\", 2 * 1024 * 1024); session_write_close();"
+        . " session_id('$sid'); session_start(); echo md5(\$_SESSION['blob']), ' ', strlen(\$_SESSION['blob']);",
+        ['redis.session.locking_enabled' => $on, 'memory_limit' => '256M']);
+    echo "$label: ", $out === md5($blob) . ' ' . strlen($blob) ? 'same 16 MB back' : $out, "\n";
+}
+
+rcs_use_session(rcs_locking());
+$longest = str_repeat('a', 256);
+session_id($longest);
+var_dump(session_start());
+$_SESSION['v'] = 1;
+session_write_close();
+var_dump(rcs_cmd('EXISTS', rcs_prefix() . $longest));
+
+// Ids PHP passes on but that are not PHP session ids are refused; ids with
+// characters PHP itself finds dangerous are replaced by PHP with a new id.
+foreach (['257 chars' => str_repeat('b', 257), 'brace' => 'brace{tag}', 'utf-8' => 'é', 'comma-dash' => 'a,b-c',
+          'space' => 'has space', 'crlf' => "crlf\r\n"] as $label => $bad) {
+    session_id($bad);
+    $started = session_start();
+    echo "$label: ", $started ? (session_id() === $bad ? 'accepted' : 'new id') : 'refused', "\n";
+    if ($started) session_abort();
+}
+var_dump(count(rcs_keys(rcs_prefix() . '*')));   // the 256-character session and the two 16 MB ones: nothing else
+
+foreach (['{', '}', '}{', '{}', 'a{b', 'x}{y}', '{{}}'] as $prefix) {
+    $sid = 'braces' . bin2hex(random_bytes(4));
+    rcs_use_session(rcs_locking(['session.save_path' => rcs_save_path('prefix=' . urlencode(rcs_prefix() . $prefix))]));
+    session_id($sid);
+    echo "prefix '$prefix': ";
+    var_dump(session_start());
+    if (session_status() === PHP_SESSION_ACTIVE) session_abort();
+}
+var_dump(count(rcs_keys('*' . rcs_prefix() . '*')));   // no key or lock from the prefixes
+?>
+--EXPECTF--
+unlocked: same 16 MB back
+locked: same 16 MB back
+bool(true)
+int(1)
+  session_start(): Session ID is empty, longer than 256 characters or has characters other than a-z A-Z 0-9 , -
+  session_start(): Failed to read session data: rediscluster
+257 chars: refused
+  session_start(): Session ID is empty, longer than 256 characters or has characters other than a-z A-Z 0-9 , -
+  session_start(): Failed to read session data: rediscluster
+brace: refused
+  session_start(): Session ID is empty, longer than 256 characters or has characters other than a-z A-Z 0-9 , -
+  session_start(): Failed to read session data: rediscluster
+utf-8: refused
+comma-dash: accepted
+space: new id
+crlf: new id
+int(3)
+prefix '{':   session_start(): Cluster session prefix must contain no braces or a non-empty {hash-tag}
+  session_start(): Failed to read session data: rediscluster
+bool(false)
+prefix '}':   session_start(): Cluster session prefix must contain no braces or a non-empty {hash-tag}
+  session_start(): Failed to read session data: rediscluster
+bool(false)
+prefix '}{':   session_start(): Cluster session prefix must contain no braces or a non-empty {hash-tag}
+  session_start(): Failed to read session data: rediscluster
+bool(false)
+prefix '{}':   session_start(): Cluster session prefix must contain no braces or a non-empty {hash-tag}
+  session_start(): Failed to read session data: rediscluster
+bool(false)
+prefix 'a{b':   session_start(): Cluster session prefix must contain no braces or a non-empty {hash-tag}
+  session_start(): Failed to read session data: rediscluster
+bool(false)
+prefix 'x}{y}': bool(true)
+prefix '{{}}': bool(true)
+int(3)

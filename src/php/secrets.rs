@@ -1,0 +1,156 @@
+//! Keeping the save_path password out of what PHP itself prints. PHP puts
+//! `session.save_path` verbatim into its own follow-up warnings ("Failed to
+//! read session data: rediscluster (path: ...)") and into phpinfo(). Our own
+//! warnings never contain it; for PHP's, a failing hook points PS(save_path)
+//! at a redacted copy until the next `open` puts the original back, and
+//! phpinfo() shows the INI value through a displayer that masks it.
+
+use std::cell::RefCell;
+use std::ffi::{CStr, CString, c_char, c_int};
+use std::panic::catch_unwind;
+
+use ext_php_rs::ffi::{sapi_module, zend_hash_str_find, zend_ini_entry, zend_string};
+use ext_php_rs::zend::ExecutorGlobals;
+
+use super::abi::{php_html_puts, php_output_write};
+use crate::save_path::redact;
+
+thread_local! {
+    /// While PHP's copy is masked: the redacted text it points at, and the original.
+    static MASKED: RefCell<Option<(CString, *const c_char)>> = const { RefCell::new(None) };
+}
+
+#[cfg(not(php_zts))]
+mod session_globals {
+    use std::ffi::c_char;
+
+    unsafe extern "C" {
+        /// PHP's session globals (NTS builds). Only the first field,
+        /// `char *save_path`, is read or written.
+        static mut ps_globals: *const c_char;
+    }
+
+    pub fn save_path() -> *const c_char {
+        // SAFETY: a pointer-sized read of the first field, on PHP's thread.
+        unsafe { ps_globals }
+    }
+
+    pub fn set_save_path(value: *const c_char) {
+        // SAFETY: as above; PHP reads the field as a C string, which `value` is.
+        unsafe { ps_globals = value }
+    }
+}
+
+/// ZTS builds keep session globals per thread behind TSRM: nothing is masked.
+#[cfg(php_zts)]
+mod session_globals {
+    use std::ffi::c_char;
+
+    pub fn save_path() -> *const c_char {
+        std::ptr::null()
+    }
+
+    pub fn set_save_path(_: *const c_char) {}
+}
+
+/// Called when a hook fails, before PHP prints its own warning with the save_path.
+pub fn mask_save_path() {
+    let current = session_globals::save_path();
+    if current.is_null() {
+        return;
+    }
+    MASKED.with_borrow_mut(|masked| {
+        if masked
+            .as_ref()
+            .is_some_and(|(copy, _)| copy.as_ptr() == current)
+        {
+            return;
+        }
+        // SAFETY: PS(save_path) is PHP's NUL-terminated INI value.
+        let text = unsafe { CStr::from_ptr(current) }.to_string_lossy();
+        if let Some(copy) = redact(&text).and_then(|text| CString::new(text).ok()) {
+            session_globals::set_save_path(copy.as_ptr());
+            *masked = Some((copy, current));
+        }
+    });
+}
+
+/// The save_path `open` was given, with a masked one swapped back for the
+/// original; PS(save_path) gets the original back too.
+pub fn unmask(save_path: *const c_char) -> *const c_char {
+    let Some((copy, original)) = MASKED.take() else {
+        return save_path;
+    };
+    if session_globals::save_path() == copy.as_ptr() {
+        session_globals::set_save_path(original);
+    }
+    if save_path == copy.as_ptr() {
+        original
+    } else {
+        save_path
+    }
+}
+
+/// Makes phpinfo() show `session.save_path` with its password masked.
+pub fn mask_in_phpinfo() {
+    let name = c"session.save_path";
+    let directives = ExecutorGlobals::get().ini_directives;
+    if directives.is_null() {
+        return;
+    }
+    // SAFETY: PHP's INI table, at MINIT; the entry outlives every request.
+    unsafe {
+        let found = zend_hash_str_find(directives, name.as_ptr(), name.count_bytes());
+        if let Some(entry) = found
+            .as_ref()
+            .map(|zv| zv.value.ptr.cast::<zend_ini_entry>())
+        {
+            if let Some(entry) = entry.as_mut() {
+                entry.displayer = Some(display_save_path);
+            }
+        }
+    }
+}
+
+/// `ZEND_INI_DISPLAY_ORIG`: phpinfo's "Master Value" column.
+const DISPLAY_ORIGINAL: c_int = 1;
+
+unsafe extern "C" fn display_save_path(entry: *mut zend_ini_entry, kind: c_int) {
+    // Nothing here should panic; if it does, phpinfo shows nothing for the row.
+    let _ = catch_unwind(|| {
+        // SAFETY: PHP passes its live INI entry.
+        let entry = unsafe { &*entry };
+        let value = if kind == DISPLAY_ORIGINAL && entry.modified != 0 {
+            entry.orig_value
+        } else {
+            entry.value
+        };
+        let text = unsafe { value.as_ref() }
+            .map(|value: &zend_string| {
+                // SAFETY: a zend_string's bytes are `len` long from `val`.
+                let bytes = unsafe {
+                    std::slice::from_raw_parts(value.val.as_ptr().cast::<u8>(), value.len)
+                };
+                String::from_utf8_lossy(bytes).into_owned()
+            })
+            .unwrap_or_default();
+        let shown = redact(&text).unwrap_or(text);
+        // SAFETY: PHP's SAPI table, read on PHP's thread.
+        let as_text = unsafe { sapi_module.phpinfo_as_text } != 0;
+        // SAFETY: buffers with their lengths; PHP copies them out.
+        unsafe {
+            match (shown.is_empty(), as_text) {
+                (true, true) => write_raw("no value"),
+                (true, false) => write_raw("<i>no value</i>"),
+                (false, true) => write_raw(&shown),
+                (false, false) => php_html_puts(shown.as_ptr().cast(), shown.len()),
+            }
+        }
+    });
+}
+
+/// # Safety
+/// Only while PHP's output layer is up (phpinfo runs in a request).
+unsafe fn write_raw(text: &str) {
+    unsafe { php_output_write(text.as_ptr().cast(), text.len()) };
+}
