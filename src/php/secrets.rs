@@ -101,13 +101,11 @@ pub fn mask_in_phpinfo() {
     // SAFETY: PHP's INI table, at MINIT; the entry outlives every request.
     unsafe {
         let found = zend_hash_str_find(directives, name.as_ptr(), name.count_bytes());
-        if let Some(entry) = found
+        let entry = found
             .as_ref()
-            .map(|zv| zv.value.ptr.cast::<zend_ini_entry>())
-        {
-            if let Some(entry) = entry.as_mut() {
-                entry.displayer = Some(display_save_path);
-            }
+            .and_then(|zv| zv.value.ptr.cast::<zend_ini_entry>().as_mut());
+        if let Some(entry) = entry {
+            entry.displayer = Some(display_save_path);
         }
     }
 }
