@@ -11,8 +11,11 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use redis::cluster::{ClusterClient, ClusterConnection};
-use redis::{Cmd, ErrorKind, FromRedisValue, RedisError, ServerErrorKind, cmd};
+use redis::cluster::{ClusterClient, ClusterConnection, Connect};
+use redis::{
+    Cmd, ConnectionLike, ErrorKind, FromRedisValue, IntoConnectionInfo, RedisError, RedisResult,
+    ServerErrorKind, cmd,
+};
 
 use crate::lock::LuaScript;
 use crate::save_path::{Auth, SavePath, Seed};
@@ -82,14 +85,16 @@ impl From<&SavePath> for ConnectionConfig {
     }
 }
 
-/// Redirects and retries the client may make for one command; small, so a
-/// failing node costs a bounded multiple of the timeouts.
-const CLIENT_RETRIES: u32 = 2;
+/// Redirects and retries the client makes for one command before our own
+/// retry loop (a fresh connection and slot map) takes over: one follows a
+/// MOVED or ASK cheaply; more would let a hung node cost the client's
+/// retries times the timeouts before our deadline is even looked at.
+const CLIENT_RETRIES: u32 = 1;
 
 /// A cluster connection and what was learnt about its servers.
 struct Connection {
     config: ConnectionConfig,
-    cluster: ClusterConnection,
+    cluster: ClusterConnection<NodeConnection>,
     /// Release commands that answered "unknown command".
     unsupported: Vec<ReleaseCommand>,
     /// The server refused SET with both NX and GET.
@@ -172,7 +177,7 @@ impl ClusterStore {
     }
 }
 
-fn connect(config: &ConnectionConfig) -> redis::RedisResult<ClusterConnection> {
+fn connect(config: &ConnectionConfig) -> redis::RedisResult<ClusterConnection<NodeConnection>> {
     let nodes = config
         .seeds
         .iter()
@@ -181,6 +186,7 @@ fn connect(config: &ConnectionConfig) -> redis::RedisResult<ClusterConnection> {
         .connection_timeout(config.connect_timeout)
         .response_timeout(config.read_timeout)
         .retries(CLIENT_RETRIES)
+        .tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(true))
         .min_retry_wait(10)
         .max_retry_wait(100);
     if let Some(auth) = &config.auth {
@@ -189,7 +195,66 @@ fn connect(config: &ConnectionConfig) -> redis::RedisResult<ClusterConnection> {
             builder = builder.username(user);
         }
     }
-    builder.build()?.get_connection()
+    builder.build()?.get_generic_connection()
+}
+
+/// A connection to one node whose reads are bounded from the start. The
+/// cluster client PINGs a new node before it applies the response timeout,
+/// with no timeout at all: a node that accepts connections but does not
+/// answer (stopped, swapping, in a long command) would hang the worker there.
+/// Here the connect timeout covers that PING too.
+struct NodeConnection(redis::Connection);
+
+impl Connect for NodeConnection {
+    fn connect<T: IntoConnectionInfo>(info: T, timeout: Option<Duration>) -> RedisResult<Self> {
+        let connection = <redis::Connection as Connect>::connect(info, timeout)?;
+        connection.set_read_timeout(timeout)?;
+        connection.set_write_timeout(timeout)?;
+        Ok(NodeConnection(connection))
+    }
+
+    fn send_packed_command(&mut self, cmd: &[u8]) -> RedisResult<()> {
+        self.0.send_packed_command(cmd)
+    }
+
+    fn set_write_timeout(&self, dur: Option<Duration>) -> RedisResult<()> {
+        self.0.set_write_timeout(dur)
+    }
+
+    fn set_read_timeout(&self, dur: Option<Duration>) -> RedisResult<()> {
+        self.0.set_read_timeout(dur)
+    }
+
+    fn recv_response(&mut self) -> RedisResult<redis::Value> {
+        self.0.recv_response()
+    }
+}
+
+impl ConnectionLike for NodeConnection {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<redis::Value> {
+        self.0.req_packed_command(cmd)
+    }
+
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> RedisResult<Vec<redis::Value>> {
+        self.0.req_packed_commands(cmd, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.0.get_db()
+    }
+
+    fn check_connection(&mut self) -> bool {
+        self.0.check_connection()
+    }
+
+    fn is_open(&self) -> bool {
+        self.0.is_open()
+    }
 }
 
 /// A failed attempt, and whether trying again may succeed.
@@ -328,14 +393,18 @@ impl SessionStore for ClusterStore {
                 .arg(whole_seconds(ttl)),
             None => read.arg("GET").arg(data_key),
         };
-        let mut pipe = redis::cluster::ClusterPipeline::with_capacity(2);
+        let mut pipe = redis::Pipeline::with_capacity(2);
         pipe.add_command(set).add_command(read);
+        let packed = pipe.get_packed_pipeline();
         self.with_connection(|connection| {
             if connection.no_set_nx_get {
                 return Ok(None);
             }
-            match pipe.query(&mut connection.cluster) {
-                Ok(reply) => Ok(Some(reply)),
+            // Routed as one unit by its first command's key: both keys share a slot.
+            match connection.cluster.req_packed_commands(&packed, 0, 2) {
+                Ok(replies) => Ok(Some(LockAndRead::from_redis_value(redis::Value::Array(
+                    replies,
+                ))?)),
                 Err(err) if is_syntax_error(&err) => {
                     connection.no_set_nx_get = true;
                     Ok(None)

@@ -80,6 +80,15 @@ function rcs_keys(string $pattern): array {
     return $keys;
 }
 
+/** "host:port" of the primary that owns $key's slot. */
+function rcs_primary_of(string $key): string {
+    $slot = rcs_cmd('CLUSTER', 'KEYSLOT', $key);
+    foreach (rcs_cmd('CLUSTER', 'SLOTS') as $range) {
+        if ($slot >= $range[0] && $slot <= $range[1]) return "{$range[2][0]}:{$range[2][1]}";
+    }
+    throw new RuntimeException("no primary for slot $slot");
+}
+
 /** "host:port" of every primary of the cluster. */
 function rcs_primaries(): array {
     $addrs = array_map(fn($seed) => "{$seed[0]}:{$seed[1]}", rcs_seeds());
