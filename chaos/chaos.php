@@ -1,12 +1,16 @@
 <?php
 // The failover chaos test: locked session cycles in several PHP processes
-// while the cluster fails over three ways, each phase with sessions of its own:
+// while the cluster fails over, each phase with sessions of its own:
 //   graceful  CLUSTER FAILOVER on the replica of the shared session's primary
 //   kill      SIGKILL of the shared session's primary (its replica takes over)
 //   restart   the killed node started again (it rejoins as a replica)
+//   lagging   the replica frozen and cut off for 0.5 s, then its primary
+//             SIGKILLed, so the promoted replica misses that half second's writes
+//   lagging, write_replicas=1   the same with every write waiting for its replica
 // Prints a table; exits 1 if a hard rule broke: a PHP process crashed or hung,
 // a failure came without a warning, an acknowledged update was lost in the
-// graceful phase, or a lock outlived its TTL.
+// graceful phase or with write_replicas=1, a lock outlived its TTL, a session
+// stalled too long or too many requests failed (see the end).
 //   RCS_EXT=... php -n chaos/chaos.php FLAVOR BASE_PORT [--short]
 require __DIR__ . '/../php-tests/inc/resp.php';
 
@@ -17,10 +21,13 @@ $nodes = array_map(fn($i) => '127.0.0.1:' . ($base + $i), range(0, 5));
 $workers = $short ? 4 : 6;
 $lock_expire = 10;
 $before_event = 2.0;
+// Each phase: seconds of load, and INI for its workers.
 $phases = [
-    'graceful' => $short ? 6 : 10,
-    'kill' => $short ? 8 : 12,
-    'restart' => $short ? 6 : 10,
+    'graceful' => [$short ? 6 : 10, []],
+    'kill' => [$short ? 8 : 12, []],
+    'restart' => [$short ? 6 : 10, []],
+    'lagging' => [$short ? 8 : 12, []],
+    'lagging, write_replicas=1' => [$short ? 8 : 12, ['rediscluster_session.write_replicas' => '1']],
 ];
 
 function log_line(string $text): void {
@@ -94,7 +101,7 @@ function stored_count(string $key): ?int {
     return is_string($data) && preg_match('/n\|i:(\d+);/', $data, $m) ? (int)$m[1] : ($data === null ? 0 : null);
 }
 
-function spawn_worker(array $job, string $prefix): array {
+function spawn_worker(array $job, string $prefix, array $phase_ini): array {
     global $nodes;
     $save_path = implode('&', array_map(fn($a) => "seed[]=$a", $nodes))
         . '&timeout=0.5&read_timeout=2&prefix=' . urlencode($prefix);
@@ -104,7 +111,7 @@ function spawn_worker(array $job, string $prefix): array {
         'session.use_strict_mode' => '0', 'session.gc_probability' => '0',
         'redis.session.locking_enabled' => '1', 'redis.session.lock_expire' => (string)$GLOBALS['lock_expire'],
         'redis.session.lock_wait_time' => '20000', 'redis.session.lock_retries' => '250',
-    ];
+    ] + $phase_ini;
     $cmd = [PHP_BINARY, '-n', '-d', 'extension=' . getenv('RCS_EXT')];
     foreach ($ini as $k => $v) array_push($cmd, '-d', "$k=\"$v\"");
     array_push($cmd, __DIR__ . '/worker.php', json_encode($job));
@@ -136,16 +143,16 @@ function finish_worker(array $w, float $deadline): array {
 }
 
 /** Runs one phase: workers on fresh sessions, $event after $before_event seconds. */
-function run_phase(string $name, float $seconds, callable $event): array {
+function run_phase(string $name, float $seconds, array $phase_ini, callable $event): array {
     global $workers, $before_event;
-    $prefix = "CHAOS:$name:" . bin2hex(random_bytes(3)) . ':';
+    $prefix = 'CHAOS:' . preg_replace('/\W+/', '-', $name) . ':' . bin2hex(random_bytes(3)) . ':';
     $shared = 'shared' . bin2hex(random_bytes(8));
     $start_ns = hrtime(true) + 300_000_000;
     $procs = [];
     for ($i = 0; $i < $workers; $i++) {
         $job = ['own' => "own$i" . bin2hex(random_bytes(8)), 'shared' => $shared,
             'seconds' => $seconds, 'start_ns' => $start_ns];
-        $procs[] = spawn_worker($job, $prefix);
+        $procs[] = spawn_worker($job, $prefix, $phase_ini);
     }
     time_nanosleep(0, 300_000_000);
     usleep((int)($before_event * 1e6));
@@ -203,8 +210,8 @@ function run_phase(string $name, float $seconds, callable $event): array {
     return [
         'phase' => $name,
         'event' => $event_text . ' after ' . ($event_seconds === null ? 'never' : round($event_seconds, 2) . ' s'),
-        // How long the session's slot had no primary: only the kill leaves one.
-        'no primary s' => $name === 'kill' ? $event_seconds : 0.0,
+        // How long the session's slot had no primary: only a kill leaves one.
+        'no primary s' => str_starts_with($name, 'kill') || str_starts_with($name, 'lagging') ? $event_seconds : 0.0,
         'ok' => array_sum($acked),
         'failed start' => $failures['start'],
         'failed write' => $failures['write'],
@@ -236,24 +243,46 @@ $events = [
         return ["SIGKILL $primary: replica promoted", $took];
     },
     'restart' => function (int $slot) use (&$killed) {
-        cluster_script('start-node', $killed);
-        $took = wait_for(function () use ($killed) {
-            try {
-                $role = Resp::send($killed, ['ROLE']);
-                return is_array($role) && $role[0] === 'slave' && $role[3] === 'connected';
-            } catch (Throwable) {
-                Resp::forget($killed);
-                return false;
-            }
-        }, 20);
-        return ["restarted $killed: back as a replica in sync", $took];
+        return ["restarted $killed: back as a replica in sync", restart_node($killed)];
     },
 ];
+$events['lagging'] = function (int $slot) use (&$killed) {
+    [$primary, $replicas] = slot_owners($slot);
+    cluster_script('pause-node', $replicas[0]);
+    // Cut the replication link too: what the primary already sent would
+    // otherwise wait in the frozen replica's socket buffer and arrive anyway.
+    Resp::send($primary, ['CLIENT', 'KILL', 'TYPE', 'replica']);
+    usleep(500000);
+    cluster_script('kill-node', $primary);
+    Resp::forget($primary);
+    cluster_script('resume-node', $replicas[0]);
+    $killed = $primary;
+    $took = wait_for(fn() => ($owner = slot_owners($slot)[0]) !== null && $owner !== $primary, 20);
+    return ["$replicas[0] frozen and cut off 0.5 s, then SIGKILL $primary: replica promoted", $took];
+};
+$events['lagging, write_replicas=1'] = $events['lagging'];
+
+/** Starts a killed node again; seconds until it is an in-sync replica, or null. */
+function restart_node(string $addr): ?float {
+    cluster_script('start-node', $addr);
+    return wait_for(function () use ($addr) {
+        try {
+            $role = Resp::send($addr, ['ROLE']);
+            return is_array($role) && $role[0] === 'slave' && $role[3] === 'connected';
+        } catch (Throwable) {
+            Resp::forget($addr);
+            return false;
+        }
+    }, 20);
+}
 
 $rows = [];
-foreach ($phases as $name => $seconds) {
+foreach ($phases as $name => [$seconds, $phase_ini]) {
     log_line("$flavor: phase $name, $workers workers, {$seconds} s");
-    $rows[] = run_phase($name, $seconds, $events[$name]);
+    $rows[] = run_phase($name, $seconds, $phase_ini, $events[$name]);
+    if (str_starts_with($name, 'lagging')) {
+        restart_node($killed);   // the next phase needs its replica back
+    }
 }
 
 // Locks: every one left must carry a TTL, and none may outlive it.
@@ -300,11 +329,19 @@ foreach ($rows as $row) {
     // Requests ride a failover out for up to read_timeout (2 s): none fails while a primary is
     // there, and each worker fails about once per 2 s without one; failing fast would fail hundreds.
     $without_primary = $row['no primary s'] ?? INF;
+    // With write_replicas, every write while the replica is cut off fails on purpose.
     $allowed = $without_primary > 0 ? $workers * ((int)ceil($without_primary / 2) + 1) : 0;
     $failed = $row['failed start'] + $row['failed write'];
-    if ($failed > $allowed) $broken[] = "{$row['phase']}: $failed failed requests (allowed $allowed)";
+    if ($failed > $allowed && !str_contains($row['phase'], 'write_replicas')) {
+        $broken[] = "{$row['phase']}: $failed failed requests (allowed $allowed)";
+    }
 }
-if ($rows[0]['lost acked']) $broken[] = 'graceful failover lost acknowledged updates';
+$by_phase = array_column($rows, null, 'phase');
+if ($by_phase['graceful']['lost acked']) $broken[] = 'graceful failover lost acknowledged updates';
+if ($by_phase['lagging, write_replicas=1']['lost acked']) $broken[] = 'write_replicas=1 lost acknowledged updates';
+// Without write_replicas the frozen replica must have cost acknowledged updates,
+// or the phase above proved nothing.
+if (!$by_phase['lagging']['lost acked']) $broken[] = 'the lagging phase lost nothing: the scenario did not bite';
 if ($stuck) $broken[] = "$stuck locks outlived their TTL";
 foreach ($broken as $why) echo "BROKEN: $why\n";
 exit($broken ? 1 : 0);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Starts or stops a local 6-node cluster (3 primaries, 3 replicas) on 127.0.0.1.
 #   scripts/cluster.sh start|stop|status [redis|valkey] [BASE_PORT]
-#   scripts/cluster.sh kill-node|start-node FLAVOR BASE_PORT PORT
+#   scripts/cluster.sh kill-node|start-node|pause-node|resume-node FLAVOR BASE_PORT PORT
 # Nodes use ports BASE_PORT..BASE_PORT+5 (default 7100 for redis, 7200 for valkey).
 # Data, logs and pid files live in .cluster/<flavor>-<port>; stop kills only the pids recorded there.
 set -euo pipefail
@@ -78,8 +78,11 @@ case "$action" in
     start) start ;;
     stop) stop ;;
     status) server_binaries "$flavor"; cluster_ready && echo up || { echo down; exit 1; } ;;
-    # For fault tests: SIGKILL one node, or start it again with its old identity.
+    # For fault tests: SIGKILL one node, or start it again with its old identity;
+    # freeze one (SIGSTOP) and thaw it (SIGCONT).
     kill-node) kill -9 "$(node_pid "${4:?PORT}")" ;;
+    pause-node) kill -STOP "$(node_pid "${4:?PORT}")" ;;
+    resume-node) kill -CONT "$(node_pid "${4:?PORT}")" ;;
     start-node) server_binaries "$flavor"; start_node "${4:?PORT}" ;;
-    *) die "usage: scripts/cluster.sh start|stop|status|kill-node|start-node [redis|valkey] [BASE_PORT] [PORT]" ;;
+    *) die "usage: scripts/cluster.sh start|stop|status|kill-node|start-node|pause-node|resume-node [redis|valkey] [BASE_PORT] [PORT]" ;;
 esac

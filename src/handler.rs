@@ -109,7 +109,15 @@ impl<S: SessionStore> SessionHandler<S> {
             None if self.settings.lock.is_some() => {
                 bail!("Unable to write session: session lock not held")
             }
-            None => self.store.set(&key, data, self.settings.session_ttl),
+            None => match self.settings.replica_ack {
+                Some(ack) => {
+                    let acked = self
+                        .store
+                        .set_acked(&key, data, self.settings.session_ttl, ack)?;
+                    lock::check_replicas(ack, acked)
+                }
+                None => self.store.set(&key, data, self.settings.session_ttl),
+            },
         }
     }
 
@@ -120,8 +128,8 @@ impl<S: SessionStore> SessionHandler<S> {
         let Some(held) = &self.lock else {
             return Ok(None);
         };
-        let ttl = self.settings.session_ttl;
-        let ours = lock::save_and_release(&mut self.store, save, key, held, data, ttl)?;
+        let (ttl, ack) = (self.settings.session_ttl, self.settings.replica_ack);
+        let ours = lock::save_and_release(&mut self.store, save, key, held, data, ttl, ack)?;
         self.lock = None;
         Ok(Some(ours))
     }

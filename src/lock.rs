@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, bail};
 use redis::Value;
 
-use crate::settings::{LockSettings, ReleaseCommand};
+use crate::settings::{LockSettings, ReleaseCommand, ReplicaAck};
 use crate::store::{SessionStore, whole_seconds};
 
 /// A Lua script with its SHA1, for EVALSHA with an EVAL fallback.
@@ -427,7 +427,8 @@ pub enum Save {
 }
 
 /// Saves and releases the lock in one call; false if the lock was no longer ours
-/// (then a write stored nothing).
+/// (then a write stored nothing). With `ack`, a write also waits, in the same
+/// round trip, for that many replicas, and fails if fewer have it in time.
 pub fn save_and_release(
     store: &mut impl SessionStore,
     save: Save,
@@ -435,18 +436,38 @@ pub fn save_and_release(
     held: &HeldLock,
     data: &[u8],
     ttl: Duration,
+    ack: Option<ReplicaAck>,
 ) -> Result<bool> {
     let script = match save {
         Save::Write => &WRITE_AND_RELEASE,
         Save::Touch => &TOUCH_AND_RELEASE,
     };
     let ttl = whole_seconds(ttl).to_string();
-    let reply = store.eval(
-        script,
-        &[data_key, &held.lock_key],
-        &[held.secret.as_bytes(), data, ttl.as_bytes()],
-    )?;
+    let keys: [&[u8]; 2] = [data_key, &held.lock_key];
+    let args: [&[u8]; 3] = [held.secret.as_bytes(), data, ttl.as_bytes()];
+    let reply = match (save, ack) {
+        (Save::Write, Some(ack)) => {
+            let (reply, acked) = store.eval_acked(script, &keys, &args, ack)?;
+            if is_one(&reply) {
+                check_replicas(ack, acked)?;
+            }
+            reply
+        }
+        _ => store.eval(script, &keys, &args)?,
+    };
     Ok(is_one(&reply))
+}
+
+/// An error unless at least `ack.replicas` replicas acknowledged the write.
+pub fn check_replicas(ack: ReplicaAck, acked: u32) -> Result<()> {
+    if acked < ack.replicas {
+        bail!(
+            "Session data stored on the primary, but only {acked} of {} replicas had it within {} ms (rediscluster_session.write_replicas)",
+            ack.replicas,
+            ack.timeout.as_millis()
+        );
+    }
+    Ok(())
 }
 
 pub fn destroy_and_release(
@@ -563,6 +584,18 @@ mod tests {
             _: Option<Duration>,
         ) -> Result<Option<LockAndRead>> {
             Ok(self.peek.take())
+        }
+        fn eval_acked(
+            &mut self,
+            _: &LuaScript,
+            _: &[&[u8]],
+            _: &[&[u8]],
+            _: ReplicaAck,
+        ) -> Result<(Value, u32)> {
+            unreachable!()
+        }
+        fn set_acked(&mut self, _: &[u8], _: &[u8], _: Duration, _: ReplicaAck) -> Result<u32> {
+            unreachable!()
         }
         fn wait_for_wake(&mut self, key: &[u8], _: Duration) -> Result<Option<Vec<u8>>> {
             assert_eq!(key, b"{k}_LOCK_WAKE_x");
@@ -762,13 +795,53 @@ mod cluster_tests {
         };
         for _ in 0..2 {
             assert!(
-                save_and_release(&mut store, Save::Write, &data_key, &held, b"v1", ttl).unwrap()
+                save_and_release(&mut store, Save::Write, &data_key, &held, b"v1", ttl, None)
+                    .unwrap()
             );
         }
         // Other data after the lock is gone is refused and stores nothing.
-        assert!(!save_and_release(&mut store, Save::Write, &data_key, &held, b"v2", ttl).unwrap());
+        assert!(
+            !save_and_release(&mut store, Save::Write, &data_key, &held, b"v2", ttl, None).unwrap()
+        );
         assert_eq!(store.get(&data_key, None).unwrap(), Some(b"v1".to_vec()));
         assert!(!store.exists(&lock_key).unwrap());
         store.delete(&data_key).unwrap();
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_write_can_wait_for_its_replica() {
+        let mut cluster = store();
+        let data_key = format!("RCS_UNIT:{}:acked", std::process::id()).into_bytes();
+        let lock_key = crate::keys::lock_key(&data_key).unwrap();
+        let ttl = Duration::from_secs(60);
+        let mut write = |data: &[u8], replicas| {
+            let Acquired::Locked(held, _) =
+                acquire_and_read(&mut cluster, &data_key, &lock_key, &lock_settings(), None)
+                    .unwrap()
+            else {
+                panic!("the lock should be free");
+            };
+            let ack = ReplicaAck {
+                replicas,
+                timeout: Duration::from_millis(300),
+            };
+            save_and_release(
+                &mut cluster,
+                Save::Write,
+                &data_key,
+                &held,
+                data,
+                ttl,
+                Some(ack),
+            )
+        };
+        // Every primary of the test cluster has one replica.
+        assert!(write(b"v1", 1).unwrap());
+        let err = write(b"v2", 2).unwrap_err().to_string();
+        assert!(err.contains("only 1 of 2 replicas"), "{err}");
+        let mut check = store();
+        assert_eq!(check.get(&data_key, None).unwrap(), Some(b"v2".to_vec()));
+        check.delete(&data_key).unwrap();
     }
 }

@@ -1,13 +1,14 @@
 //! Settings read from PHP's INI when a session opens, so `ini_set()` applies
 //! from the next `session_start()`. The names and defaults are phpredis's
-//! `redis.session.*`.
+//! `redis.session.*`, plus this extension's own `rediscluster_session.*`.
 
 use std::ffi::CStr;
 use std::time::Duration;
 
-/// Every `redis.session.*` directive with phpredis's default. Registered by
-/// this extension unless phpredis already did (then its values apply).
-pub const INI_DEFAULTS: [(&CStr, &CStr); 9] = [
+/// Every directive with its default: phpredis's `redis.session.*` (registered
+/// by this extension unless phpredis already did; then its values apply) and
+/// this extension's own.
+pub const INI_DEFAULTS: [(&CStr, &CStr); 11] = [
     (c"redis.session.locking_enabled", c"0"),
     (c"redis.session.lock_expire", c"0"),
     (c"redis.session.lock_wait_time", c"20000"),
@@ -17,6 +18,8 @@ pub const INI_DEFAULTS: [(&CStr, &CStr); 9] = [
     (c"redis.session.early_refresh", c"0"),
     (c"redis.session.compression", c"none"),
     (c"redis.session.compression_level", c"3"),
+    (c"rediscluster_session.write_replicas", c"0"),
+    (c"rediscluster_session.write_replicas_timeout", c"100"),
 ];
 
 /// Session TTL used when `session.gc_maxlifetime` is not positive (phpredis).
@@ -52,6 +55,13 @@ pub struct LockSettings {
     pub release: ReleaseCommand,
 }
 
+/// A write counts only once this many replicas have it (Redis `WAIT`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReplicaAck {
+    pub replicas: u32,
+    pub timeout: Duration,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
     /// TTL of the data key, from `session.gc_maxlifetime`.
@@ -63,6 +73,8 @@ pub struct Settings {
     /// `None` when `redis.session.locking_enabled` is off.
     pub lock: Option<LockSettings>,
     pub compression: String,
+    /// `None` unless `rediscluster_session.write_replicas` is positive.
+    pub replica_ack: Option<ReplicaAck>,
 }
 
 impl Settings {
@@ -75,6 +87,18 @@ impl Settings {
             early_refresh: flag(c"redis.session.early_refresh"),
             use_strict_mode: flag(c"session.use_strict_mode"),
             lock: flag(c"redis.session.locking_enabled").then(|| LockSettings::load(ini)),
+            replica_ack: u32::try_from(ini.long(c"rediscluster_session.write_replicas"))
+                .ok()
+                .filter(|&replicas| replicas > 0)
+                .map(|replicas| ReplicaAck {
+                    replicas,
+                    // WAIT 0 would wait forever: at least 1 ms.
+                    timeout: Duration::from_millis(
+                        ini.long(c"rediscluster_session.write_replicas_timeout")
+                            .max(1)
+                            .unsigned_abs(),
+                    ),
+                }),
             compression: ini
                 .string(c"redis.session.compression")
                 .unwrap_or_default()
@@ -189,6 +213,22 @@ mod tests {
         let (ttl, notice) = clamp_session_ttl(i64::from(i32::MAX) + 1);
         assert_eq!(ttl, Duration::from_secs(i32::MAX as u64));
         assert!(notice.unwrap().contains("INT_MAX"));
+    }
+
+    #[test]
+    fn replica_acks_are_opt_in_and_never_wait_forever() {
+        assert_eq!(Settings::load(&ini(&[])).replica_ack, None);
+        let settings = Settings::load(&ini(&[
+            (c"rediscluster_session.write_replicas", "1"),
+            (c"rediscluster_session.write_replicas_timeout", "0"),
+        ]));
+        assert_eq!(
+            settings.replica_ack,
+            Some(ReplicaAck {
+                replicas: 1,
+                timeout: Duration::from_millis(1)
+            })
+        );
     }
 
     #[test]

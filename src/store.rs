@@ -19,7 +19,7 @@ use redis::{
 
 use crate::lock::LuaScript;
 use crate::save_path::{Auth, SavePath, Seed};
-use crate::settings::ReleaseCommand;
+use crate::settings::{ReleaseCommand, ReplicaAck};
 
 /// What the session logic needs from storage. Every command goes to the
 /// primary that owns the key's slot.
@@ -34,6 +34,23 @@ pub trait SessionStore {
     fn delete(&mut self, key: &[u8]) -> Result<()>;
     /// Runs a script on the primary of its keys' slot (EVALSHA, then EVAL on NOSCRIPT).
     fn eval(&mut self, script: &LuaScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<redis::Value>;
+    /// [`Self::eval`] with `WAIT` pipelined behind it on the same primary, in
+    /// the same round trip: the reply, and how many replicas acknowledged.
+    fn eval_acked(
+        &mut self,
+        script: &LuaScript,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        ack: ReplicaAck,
+    ) -> Result<(redis::Value, u32)>;
+    /// [`Self::set`] with `WAIT` pipelined behind it: how many replicas acknowledged.
+    fn set_acked(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        ttl: Duration,
+        ack: ReplicaAck,
+    ) -> Result<u32>;
     /// `SET lock secret NX GET PX lock_ms` and a read of the data (GETEX when
     /// `refresh` is set) in one round trip, no Lua: the lock's previous value
     /// (`None`: it was free and is ours now) and the data, read after the SET.
@@ -170,6 +187,14 @@ impl ClusterStore {
                 }
             })
         })
+    }
+
+    /// A WAIT that outlasted the read timeout would drop the connection.
+    fn within_read_timeout(&self, ack: ReplicaAck) -> ReplicaAck {
+        ReplicaAck {
+            timeout: ack.timeout.min(self.config.read_timeout / 2),
+            ..ack
+        }
     }
 
     pub fn query<T: FromRedisValue>(&self, command: &Cmd) -> Result<T> {
@@ -344,26 +369,44 @@ impl SessionStore for ClusterStore {
     }
 
     fn eval(&mut self, script: &LuaScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<redis::Value> {
-        // Sized up front: growing the argument buffers cost more than the rest of building it.
-        let count = 3 + keys.len() + args.len();
-        let size: usize = keys.iter().chain(args).map(|arg| arg.len()).sum();
-        let invoke = |verb: &str, body: &str| {
-            let mut command = Cmd::with_capacity(count, size + verb.len() + body.len() + 4);
-            command
-                .arg(verb)
-                .arg(body)
-                .arg(keys.len())
-                .arg(keys)
-                .arg(args);
-            command
-        };
         self.with_connection(|connection| {
-            match invoke("EVALSHA", script.sha1()).query(&mut connection.cluster) {
-                Err(err) if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                    invoke("EVAL", script.source()).query(&mut connection.cluster)
-                }
-                result => result,
-            }
+            run_script(script, keys, args, |command| {
+                command.query(&mut connection.cluster)
+            })
+        })
+    }
+
+    fn eval_acked(
+        &mut self,
+        script: &LuaScript,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        ack: ReplicaAck,
+    ) -> Result<(redis::Value, u32)> {
+        let ack = self.within_read_timeout(ack);
+        self.with_connection(|connection| {
+            run_script(script, keys, args, |command| {
+                query_then_wait(&mut connection.cluster, command, ack)
+            })
+        })
+    }
+
+    fn set_acked(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        ttl: Duration,
+        ack: ReplicaAck,
+    ) -> Result<u32> {
+        let ack = self.within_read_timeout(ack);
+        let mut command = cmd("SET");
+        command
+            .arg(key)
+            .arg(value)
+            .arg("EX")
+            .arg(whole_seconds(ttl));
+        self.with_connection(|connection| {
+            query_then_wait(&mut connection.cluster, &command, ack).map(|(_, acked)| acked)
         })
     }
 
@@ -448,6 +491,54 @@ impl SessionStore for ClusterStore {
             }
         })
     }
+}
+
+/// Runs a script with `query`: EVALSHA, then EVAL if the server lacks it.
+fn run_script<T>(
+    script: &LuaScript,
+    keys: &[&[u8]],
+    args: &[&[u8]],
+    mut query: impl FnMut(&Cmd) -> RedisResult<T>,
+) -> RedisResult<T> {
+    // Sized up front: growing the argument buffers cost more than the rest of building it.
+    let count = 3 + keys.len() + args.len();
+    let size: usize = keys.iter().chain(args).map(|arg| arg.len()).sum();
+    let invoke = |verb: &str, body: &str| {
+        let mut command = Cmd::with_capacity(count, size + verb.len() + body.len() + 4);
+        command
+            .arg(verb)
+            .arg(body)
+            .arg(keys.len())
+            .arg(keys)
+            .arg(args);
+        command
+    };
+    match query(&invoke("EVALSHA", script.sha1())) {
+        Err(err) if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+            query(&invoke("EVAL", script.source()))
+        }
+        result => result,
+    }
+}
+
+/// `command`, then `WAIT replicas timeout`, in one round trip: routed as a
+/// unit by the command's key, so WAIT asks the primary that ran it.
+fn query_then_wait(
+    cluster: &mut ClusterConnection<NodeConnection>,
+    command: &Cmd,
+    ack: ReplicaAck,
+) -> RedisResult<(redis::Value, u32)> {
+    let mut wait = cmd("WAIT");
+    wait.arg(ack.replicas)
+        .arg(u64::try_from(ack.timeout.as_millis()).unwrap_or(u64::MAX));
+    let mut pipe = redis::Pipeline::with_capacity(2);
+    pipe.add_command(command.clone()).add_command(wait);
+    let mut replies = cluster.req_packed_commands(&pipe.get_packed_pipeline(), 0, 2)?;
+    let acked = match replies.pop() {
+        Some(reply) => u32::from_redis_value(reply)?,
+        None => 0,
+    };
+    Ok((replies.pop().unwrap_or(redis::Value::Nil), acked))
 }
 
 fn is_unknown_command(err: &RedisError) -> bool {
