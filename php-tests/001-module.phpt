@@ -1,5 +1,5 @@
 --TEST--
-The module loads, depends on session, registers the handler and phpredis's INI names
+The module loads, depends on session, registers the handler, phpredis's INI names and its own
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';
@@ -9,6 +9,9 @@ var_dump($ext->getDependencies());
 foreach (['locking_enabled', 'lock_expire', 'lock_wait_time', 'lock_retries', 'lock_failure_readonly',
           'lock_release_cmd', 'early_refresh', 'compression', 'compression_level'] as $name) {
     echo "redis.session.$name=", ini_get("redis.session.$name"), "\n";
+}
+foreach (['write_replicas', 'write_replicas_timeout'] as $name) {
+    echo "rediscluster_session.$name=", ini_get("rediscluster_session.$name"), "\n";
 }
 ini_set('redis.session.lock_retries', '7');
 ob_start();
@@ -36,6 +39,8 @@ redis.session.lock_release_cmd=eval
 redis.session.early_refresh=0
 redis.session.compression=none
 redis.session.compression_level=3
+rediscluster_session.write_replicas=0
+rediscluster_session.write_replicas_timeout=100
 rediscluster_session support => enabled
 Version => %s
 Built for PHP => %d.%d.%d
@@ -49,4 +54,6 @@ redis.session.lock_release_cmd (effective) => eval
 redis.session.early_refresh (effective) => 0
 redis.session.compression (effective) => none
 redis.session.compression_level (effective) => 3
+rediscluster_session.write_replicas (effective) => 0
+rediscluster_session.write_replicas_timeout (effective) => 100
 Registered save handlers => files user rediscluster 
