@@ -2,9 +2,8 @@
 //!
 //! The lock key lives on the data key's slot (see [`crate::keys::lock_key`]),
 //! so every step is atomic on the slot's primary:
-//! - read = acquire + read: `SET lock NX GET` and `GET data` in one round trip
-//!   when the lock is free (the data is read after the lock is taken, never
-//!   before); a Lua script that queues for a hand-over when it is busy;
+//! - read = acquire + read in one Lua call: the data returned is always the
+//!   one read under the lock; a busy lock queues for a hand-over instead;
 //! - write = check-and-write (+ release) in Lua: nothing is stored unless the
 //!   lock still holds our secret, closing phpredis's GET-then-SETEX race;
 //! - update_timestamp = refresh TTL (+ rewrite if gone) + release;
@@ -17,7 +16,6 @@
 //! write+release. Each acquisition has a fresh 16-byte random secret; an
 //! acquire that is retried after its reply was lost recognises its own secret.
 
-use std::cell::RefCell;
 use std::sync::OnceLock;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -245,36 +243,10 @@ fn millis(duration: Duration) -> u64 {
         .max(1)
 }
 
-thread_local! {
-    /// The lock this worker last had to queue for, and when.
-    static LAST_CONTENDED: RefCell<Option<(Vec<u8>, Instant)>> = const { RefCell::new(None) };
-}
-
-/// How long a worker goes straight to the queueing script for a lock it had
-/// to queue for: the script-less attempt would most likely find it busy again.
-const CONTENTION_MEMORY: Duration = Duration::from_secs(1);
-
-fn recently_contended(lock_key: &[u8]) -> bool {
-    LAST_CONTENDED.with_borrow(|last| {
-        last.as_ref()
-            .is_some_and(|(key, at)| key == lock_key && at.elapsed() < CONTENTION_MEMORY)
-    })
-}
-
-fn remember_contention(lock_key: &[u8], contended: bool) {
-    LAST_CONTENDED.with_borrow_mut(|last| {
-        *last = contended.then(|| (lock_key.to_vec(), Instant::now()));
-    });
-}
-
 /// Takes the lock and reads the data, retrying while it is busy: at most
 /// `retries` more attempts (or forever) and `retries` x `wait` in all. Between
 /// attempts it waits up to `wait` for the holder to hand the lock over; waits
 /// shorter than 1 ms sleep instead of queueing.
-///
-/// The first attempt is plain `SET NX GET` + `GET` in one round trip, which
-/// costs the server far less than a script; only a busy lock goes on to the
-/// script that queues for a hand-over.
 pub fn acquire_and_read(
     store: &mut impl SessionStore,
     data_key: &[u8],
@@ -288,37 +260,6 @@ pub fn acquire_and_read(
         secret: new_secret()?,
         release: lock.release,
     };
-    if !recently_contended(lock_key) {
-        let peek = store.lock_and_read(
-            lock_key,
-            held.secret.as_bytes(),
-            millis(lock.ttl),
-            data_key,
-            refresh,
-        )?;
-        if let Some((owner, data)) = peek {
-            // Our own secret: the client retried a SET whose reply was lost.
-            if owner
-                .as_deref()
-                .is_none_or(|owner| owner == held.secret.as_bytes())
-            {
-                return Ok(Acquired::Locked(held, data));
-            }
-            if lock.retries == Some(0) {
-                return Ok(Acquired::Busy(data.filter(|_| lock.failure_readonly)));
-            }
-        }
-    }
-    queue_for_lock(store, held, lock, refresh)
-}
-
-/// The acquire loop through the queueing script, from its first attempt.
-fn queue_for_lock(
-    store: &mut impl SessionStore,
-    held: HeldLock,
-    lock: &LockSettings,
-    refresh: Option<Duration>,
-) -> Result<Acquired> {
     let lock_ms = millis(lock.ttl).to_string();
     let refresh_s = refresh.map_or(0, whole_seconds).to_string();
     let queue_ms = if lock.wait >= Duration::from_millis(1) {
@@ -356,7 +297,6 @@ fn queue_for_lock(
             ],
         )?;
         let (locked, data, wake_key) = parse_acquire_reply(reply)?;
-        remember_contention(&held.lock_key, attempt > 0 || !locked);
         if locked {
             return Ok(Acquired::Locked(held, data));
         }
@@ -503,7 +443,6 @@ pub fn release(store: &mut impl SessionStore, held: &HeldLock) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::LockAndRead;
     use std::time::Duration;
 
     #[test]
@@ -545,8 +484,6 @@ mod tests {
         wake_waits: usize,
         /// How long each wait takes, whatever timeout it was given.
         wait_takes: Duration,
-        /// The answer to the first, script-less attempt (`None`: unsupported).
-        peek: Option<LockAndRead>,
         /// What the first wait for a hand-over returns.
         hand_over: Option<Vec<u8>>,
     }
@@ -574,16 +511,6 @@ mod tests {
             _: ReleaseCommand,
         ) -> Result<Option<bool>> {
             unreachable!()
-        }
-        fn lock_and_read(
-            &mut self,
-            _: &[u8],
-            _: &[u8],
-            _: u64,
-            _: &[u8],
-            _: Option<Duration>,
-        ) -> Result<Option<LockAndRead>> {
-            Ok(self.peek.take())
         }
         fn eval_acked(
             &mut self,
@@ -640,7 +567,6 @@ mod tests {
             attempts: 0,
             wake_waits: 0,
             wait_takes: Duration::ZERO,
-            peek: None,
             hand_over: None,
         }
     }
@@ -669,26 +595,6 @@ mod tests {
     }
 
     #[test]
-    fn a_free_lock_is_taken_without_a_script() {
-        let lock = settings(Some(3), false, Duration::from_millis(50));
-        let mut store = busy_store(usize::MAX);
-        store.peek = Some((None, Some(b"data".to_vec())));
-        let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
-        assert!(matches!(outcome, Acquired::Locked(_, Some(data)) if data == b"data"));
-        assert_eq!(store.attempts, 0);
-    }
-
-    #[test]
-    fn a_busy_lock_goes_on_to_the_queueing_script() {
-        let lock = settings(Some(3), false, Duration::from_millis(50));
-        let mut store = busy_store(1);
-        store.peek = Some((Some(b"other".to_vec()), Some(b"stale".to_vec())));
-        let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
-        assert!(matches!(outcome, Acquired::Locked(_, Some(data)) if data == b"data"));
-        assert_eq!((store.attempts, store.wake_waits), (2, 1));
-    }
-
-    #[test]
     fn a_hand_over_brings_the_lock_and_the_data() {
         let lock = settings(Some(3), false, Duration::from_millis(50));
         for (pushed, expected) in [(&b"1data"[..], Some(b"data".to_vec())), (b"0", None)] {
@@ -697,33 +603,6 @@ mod tests {
             let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
             assert!(matches!(outcome, Acquired::Locked(_, data) if data == expected));
             assert_eq!((store.attempts, store.wake_waits), (1, 1));
-        }
-    }
-
-    #[test]
-    fn a_lock_just_queued_for_skips_the_script_less_attempt() {
-        let lock = settings(Some(3), false, Duration::from_millis(50));
-        let mut store = busy_store(1);
-        acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
-        let mut store = busy_store(0);
-        store.peek = Some((None, None));
-        acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
-        assert_eq!(store.attempts, 1);
-        assert!(store.peek.is_some());
-        // Taken at once by the script: the next acquisition peeks again.
-        acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
-        assert!(store.peek.is_none());
-    }
-
-    #[test]
-    fn no_retries_and_busy_reads_only_for_read_only_mode() {
-        for (readonly, expected) in [(false, None), (true, Some(b"stale".to_vec()))] {
-            let lock = settings(Some(0), readonly, Duration::from_millis(50));
-            let mut store = busy_store(usize::MAX);
-            store.peek = Some((Some(b"other".to_vec()), Some(b"stale".to_vec())));
-            let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
-            assert!(matches!(outcome, Acquired::Busy(data) if data == expected));
-            assert_eq!(store.attempts, 0);
         }
     }
 

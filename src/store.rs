@@ -51,19 +51,6 @@ pub trait SessionStore {
         ttl: Duration,
         ack: ReplicaAck,
     ) -> Result<u32>;
-    /// `SET lock secret NX GET PX lock_ms` and a read of the data (GETEX when
-    /// `refresh` is set) in one round trip, no Lua: the lock's previous value
-    /// (`None`: it was free and is ours now) and the data, read after the SET.
-    /// `Ok(None)` when the server lacks SET NX GET (before Redis 7.0); then
-    /// it is not tried again on this connection.
-    fn lock_and_read(
-        &mut self,
-        lock_key: &[u8],
-        secret: &[u8],
-        lock_ms: u64,
-        data_key: &[u8],
-        refresh: Option<Duration>,
-    ) -> Result<Option<LockAndRead>>;
     /// BLPOP: waits up to `timeout` (less if the read timeout is shorter) for
     /// an element on the list, and returns it.
     fn wait_for_wake(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>>;
@@ -77,9 +64,6 @@ pub trait SessionStore {
         command: ReleaseCommand,
     ) -> Result<Option<bool>>;
 }
-
-/// The lock's previous value and the data, from [`SessionStore::lock_and_read`].
-pub type LockAndRead = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// Everything that identifies a cluster connection; a change of any of it
 /// (another save_path) gets a new connection.
@@ -114,8 +98,6 @@ struct Connection {
     cluster: ClusterConnection<NodeConnection>,
     /// Release commands that answered "unknown command".
     unsupported: Vec<ReleaseCommand>,
-    /// The server refused SET with both NX and GET.
-    no_set_nx_get: bool,
 }
 
 thread_local! {
@@ -172,7 +154,6 @@ impl ClusterStore {
                     config: self.config.clone(),
                     cluster,
                     unsupported: Vec::new(),
-                    no_set_nx_get: false,
                 });
             }
             let connection = cached.as_mut().expect("connection was just created");
@@ -410,53 +391,6 @@ impl SessionStore for ClusterStore {
         })
     }
 
-    fn lock_and_read(
-        &mut self,
-        lock_key: &[u8],
-        secret: &[u8],
-        lock_ms: u64,
-        data_key: &[u8],
-        refresh: Option<Duration>,
-    ) -> Result<Option<LockAndRead>> {
-        let lock_ms = lock_ms.to_string();
-        let mut set = Cmd::with_capacity(7, lock_key.len() + secret.len() + lock_ms.len() + 13);
-        set.arg("SET")
-            .arg(lock_key)
-            .arg(secret)
-            .arg("NX")
-            .arg("GET")
-            .arg("PX")
-            .arg(lock_ms);
-        let mut read = Cmd::with_capacity(4, data_key.len() + 16);
-        match refresh {
-            Some(ttl) => read
-                .arg("GETEX")
-                .arg(data_key)
-                .arg("EX")
-                .arg(whole_seconds(ttl)),
-            None => read.arg("GET").arg(data_key),
-        };
-        let mut pipe = redis::Pipeline::with_capacity(2);
-        pipe.add_command(set).add_command(read);
-        let packed = pipe.get_packed_pipeline();
-        self.with_connection(|connection| {
-            if connection.no_set_nx_get {
-                return Ok(None);
-            }
-            // Routed as one unit by its first command's key: both keys share a slot.
-            match connection.cluster.req_packed_commands(&packed, 0, 2) {
-                Ok(replies) => Ok(Some(LockAndRead::from_redis_value(redis::Value::Array(
-                    replies,
-                ))?)),
-                Err(err) if is_syntax_error(&err) => {
-                    connection.no_set_nx_get = true;
-                    Ok(None)
-                }
-                Err(err) => Err(err),
-            }
-        })
-    }
-
     fn wait_for_wake(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>> {
         // A socket read timeout mid-BLPOP would drop the connection.
         let timeout = timeout.min(self.config.read_timeout / 2);
@@ -542,17 +476,10 @@ fn query_then_wait(
 }
 
 fn is_unknown_command(err: &RedisError) -> bool {
-    is_err_starting(err, "unknown command")
-}
-
-/// What Redis before 7.0 answers to SET with both NX and GET.
-fn is_syntax_error(err: &RedisError) -> bool {
-    is_err_starting(err, "syntax error")
-}
-
-fn is_err_starting(err: &RedisError, text: &str) -> bool {
     err.code().is_some_and(|code| code == "ERR")
-        && err.detail().is_some_and(|detail| detail.starts_with(text))
+        && err
+            .detail()
+            .is_some_and(|detail| detail.starts_with("unknown command"))
 }
 
 /// Tests against the real cluster named by RCS_SEEDS; `scripts/test.sh` runs
