@@ -4,6 +4,7 @@
 #   scripts/cluster.sh kill-node|start-node|pause-node|resume-node FLAVOR BASE_PORT PORT
 # Nodes use ports BASE_PORT..BASE_PORT+5 (default 7100 for redis, 7200 for valkey).
 # Data, logs and pid files live in .cluster/<flavor>-<port>; stop kills only the pids recorded there.
+# CLUSTER_TLS_DIR=dir makes a TLS-only cluster (see scripts/tls-certs.sh).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -43,16 +44,30 @@ wait_until() { # seconds, description, command...
 cluster_ready() {
     local port
     for port in "${ports[@]}"; do
-        "$CLI_BIN" -p "$port" cluster info | grep -q 'cluster_state:ok' || return 1
-        "$CLI_BIN" -p "$port" info replication | grep -qE 'role:master|master_link_status:up' || return 1
+        cli -p "$port" cluster info | grep -q 'cluster_state:ok' || return 1
+        cli -p "$port" info replication | grep -qE 'role:master|master_link_status:up' || return 1
     done
-    [ "$("$CLI_BIN" -p "${ports[0]}" cluster nodes | grep -c slave)" -eq 3 ]
+    [ "$(cli -p "${ports[0]}" cluster nodes | grep -c slave)" -eq 3 ]
 }
+
+# With CLUSTER_TLS_DIR (certificates from scripts/tls-certs.sh) every node
+# speaks TLS only, to clients, to replicas and on the cluster bus.
+tls_dir=${CLUSTER_TLS_DIR:-}
+server_tls=() cli_tls=()
+if [ -n "$tls_dir" ]; then
+    server_tls=(--port 0 --tls-cluster yes --tls-replication yes --tls-auth-clients optional
+        --tls-cert-file "$tls_dir/server.crt" --tls-key-file "$tls_dir/server.key"
+        --tls-ca-cert-file "$tls_dir/ca.crt")
+    cli_tls=(--tls --cacert "$tls_dir/ca.crt")
+fi
+cli() { "$CLI_BIN" "${cli_tls[@]}" "$@"; }
 
 # Starts one node; a node restarted this way keeps its nodes.conf and rejoins.
 start_node() {
+    local port_args=(--port "$1")
+    [ -z "$tls_dir" ] || port_args=(--tls-port "$1" "${server_tls[@]}")
     mkdir -p "$dir/$1"
-    "$SERVER_BIN" --port "$1" --bind 127.0.0.1 --dir "$dir/$1" \
+    "$SERVER_BIN" "${port_args[@]}" --bind 127.0.0.1 --dir "$dir/$1" \
         --cluster-enabled yes --cluster-config-file nodes.conf \
         --cluster-node-timeout "${CLUSTER_NODE_TIMEOUT:-2000}" \
         --save '' --appendonly no --daemonize yes \
@@ -65,9 +80,9 @@ start() {
     local port
     for port in "${ports[@]}"; do start_node "$port"; done
     for port in "${ports[@]}"; do
-        wait_until 10 "node $port" "$CLI_BIN" -p "$port" ping
+        wait_until 10 "node $port" cli -p "$port" ping
     done
-    "$CLI_BIN" --cluster create $(printf '127.0.0.1:%s ' "${ports[@]}") \
+    cli --cluster create $(printf '127.0.0.1:%s ' "${ports[@]}") \
         --cluster-replicas 1 --cluster-yes >"$dir/create.log" 2>&1 \
         || { cat "$dir/create.log" >&2; die "cluster create failed"; }
     wait_until 60 "the $flavor cluster to be ready" cluster_ready

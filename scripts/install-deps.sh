@@ -6,7 +6,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-packages=(php8.2-cli php8.2-dev libclang-dev redis-server php-redis php8.2-igbinary curl valgrind)
+packages=(php8.2-cli php8.2-dev libclang-dev redis-server php-redis php8.2-igbinary curl valgrind openssl)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -14,9 +14,28 @@ cargo test --locked
 PROPTEST_CASES=1000000 cargo test --release --locked fuzz
 "$ROOT/scripts/phpize-build.sh"
 
-trap '"$ROOT/scripts/cluster.sh" stop redis; "$ROOT/scripts/cluster.sh" stop valkey' EXIT
+# Debian's redis-server also serves a TLS-only cluster for the TLS test (the
+# Valkey wheel is built without TLS); its certificates are made here.
+TLS_BASE=7600
+tls_dir="$ROOT/.cluster/tls-certs"
+stop_all() {
+    "$ROOT/scripts/cluster.sh" stop redis
+    "$ROOT/scripts/cluster.sh" stop valkey
+    CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" stop redis "$TLS_BASE"
+}
+trap stop_all EXIT
+"$ROOT/scripts/tls-certs.sh" "$tls_dir"
+CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" start redis "$TLS_BASE"
+export RCS_TLS_DIR=$tls_dir
+
 passed=0 failed=0
 for flavor in redis valkey; do
+    # The TLS test runs once, with the Redis flavor.
+    if [ "$flavor" = redis ]; then
+        export RCS_TLS_SEEDS=$(cluster_seeds "$TLS_BASE")
+    else
+        unset RCS_TLS_SEEDS
+    fi
     "$ROOT/scripts/cluster.sh" start "$flavor"
     RCS_SEEDS=$(cluster_seeds "$(default_base_port "$flavor")") cargo test --locked -- --ignored
     if out=$("$ROOT/scripts/php-tests.sh" "$flavor" 2>&1); then status=0; else status=$?; fi
@@ -28,6 +47,7 @@ for flavor in redis valkey; do
 done
 echo "php-tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
+CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" stop redis "$TLS_BASE"
 
 # The failover chaos test, short: fails on a crash, a hang, a silent failure,
 # an acknowledged update lost in a graceful failover or a lock past its TTL.

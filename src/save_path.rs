@@ -8,6 +8,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Key prefix used when `prefix` is absent, the same as phpredis.
@@ -40,6 +41,19 @@ impl fmt::Debug for Auth {
     }
 }
 
+/// TLS for every node, which phpredis turns on with any `stream[...]` option.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Tls {
+    /// `verify_peer=0`: no certificate check at all.
+    pub verify_peer: bool,
+    /// `verify_peer_name=0`: the certificate is checked, the name in it is not.
+    pub verify_peer_name: bool,
+    /// `cafile`: trust this CA instead of the system's.
+    pub cafile: Option<PathBuf>,
+    /// `local_cert` and `local_pk`: a client certificate, for mutual TLS.
+    pub client_cert: Option<(PathBuf, PathBuf)>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct SavePath {
     pub seeds: Vec<Seed>,
@@ -47,6 +61,7 @@ pub struct SavePath {
     pub read_timeout: Duration,
     pub auth: Option<Auth>,
     pub prefix: Vec<u8>,
+    pub tls: Option<Tls>,
 }
 
 /// A malformed save_path. The texts are phpredis's where it has one; none of
@@ -62,7 +77,7 @@ pub enum SavePathError {
     AuthArrayKeys,
     NotUtf8(&'static str),
     NotAString(&'static str),
-    TlsUnsupported,
+    BadTlsOption(String),
 }
 
 impl fmt::Display for SavePathError {
@@ -87,9 +102,7 @@ impl fmt::Display for SavePathError {
             ),
             Self::NotUtf8(name) => write!(f, "session.save_path: {name} is not valid UTF-8"),
             Self::NotAString(name) => write!(f, "session.save_path: {name} must be a single value"),
-            Self::TlsUnsupported => f.write_str(
-                "session.save_path: stream[...] (TLS) is not supported by this rediscluster handler yet",
-            ),
+            Self::BadTlsOption(why) => write!(f, "session.save_path: {why}"),
         }
     }
 }
@@ -136,9 +149,7 @@ pub fn parse(save_path: &str) -> Result<SavePath, SavePathError> {
     if seeds.is_empty() {
         return Err(SavePathError::NoSeeds);
     }
-    if params.contains_key("stream") {
-        return Err(SavePathError::TlsUnsupported);
-    }
+    let tls = parse_tls(params.remove("stream"))?;
     let connect_timeout =
         parse_timeout(params.remove("timeout"), "timeout")?.unwrap_or(DEFAULT_CONNECT_TIMEOUT);
     let read_timeout = parse_timeout(params.remove("read_timeout"), "read_timeout")?
@@ -158,7 +169,59 @@ pub fn parse(save_path: &str) -> Result<SavePath, SavePathError> {
         read_timeout,
         auth,
         prefix,
+        tls,
     })
+}
+
+fn parse_tls(param: Option<Param>) -> Result<Option<Tls>, SavePathError> {
+    let bad = |why: String| SavePathError::BadTlsOption(why);
+    let options = match param {
+        None => return Ok(None),
+        Some(Param::Scalar(_)) => {
+            return Err(bad("stream must be given as stream[option]=value".into()));
+        }
+        Some(Param::Array(options)) => options,
+    };
+    let mut tls = Tls {
+        verify_peer: true,
+        verify_peer_name: true,
+        cafile: None,
+        client_cert: None,
+    };
+    let (mut cert, mut key) = (None, None);
+    for (name, value) in options {
+        let name = String::from_utf8_lossy(&name).into_owned();
+        let text = String::from_utf8(value).map_err(|_| SavePathError::NotUtf8("stream"))?;
+        let flag = || match text.as_str() {
+            "1" | "true" | "on" => Ok(true),
+            "0" | "false" | "off" | "" => Ok(false),
+            _ => Err(bad(format!("stream[{name}] must be 0 or 1"))),
+        };
+        match name.as_str() {
+            "verify_peer" => tls.verify_peer = flag()?,
+            "verify_peer_name" => tls.verify_peer_name = flag()?,
+            "cafile" => tls.cafile = Some(PathBuf::from(text)),
+            "local_cert" => cert = Some(PathBuf::from(text)),
+            "local_pk" => key = Some(PathBuf::from(text)),
+            "peer_name" => {
+                return Err(bad(
+                    "stream[peer_name] is not supported: certificates are checked against each node's address; use stream[verify_peer_name]=0 to skip the name check".into(),
+                ));
+            }
+            // Other PHP stream context options have no counterpart here.
+            _ => {}
+        }
+    }
+    tls.client_cert = match (cert, key) {
+        (None, None) => None,
+        (Some(cert), Some(key)) => Some((cert, key)),
+        _ => {
+            return Err(bad(
+                "stream[local_cert] and stream[local_pk] go together".into()
+            ));
+        }
+    };
+    Ok(Some(tls))
 }
 
 fn parse_seed(seed: &[u8]) -> Result<Seed, SavePathError> {
@@ -341,6 +404,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn stream_options_turn_on_tls() {
+        assert_eq!(parse("seed[]=h:1").unwrap().tls, None);
+        let path = "seed[]=h:1&stream[verify_peer_name]=0&stream[cafile]=/ca.pem\
+            &stream[local_cert]=/c.pem&stream[local_pk]=/k.pem&stream[ciphers]=x";
+        assert_eq!(
+            parse(path).unwrap().tls,
+            Some(Tls {
+                verify_peer: true,
+                verify_peer_name: false,
+                cafile: Some("/ca.pem".into()),
+                client_cert: Some(("/c.pem".into(), "/k.pem".into())),
+            })
+        );
+        let tls = parse("seed[]=h:1&stream[verify_peer]=0")
+            .unwrap()
+            .tls
+            .unwrap();
+        assert!(!tls.verify_peer && tls.cafile.is_none());
+        assert!(matches!(
+            parse("seed[]=h:1&stream[peer_name]=redis.local"),
+            Err(SavePathError::BadTlsOption(_))
+        ));
+    }
+
+    #[test]
     fn redact_hides_every_auth_value_and_nothing_else() {
         assert_eq!(redact("seed[]=h:1&timeout=2"), None);
         assert_eq!(
@@ -476,8 +564,18 @@ mod tests {
                 SavePathError::NotAString("timeout"),
             ),
             (
-                "seed[]=h:1&stream[verify_peer]=0",
-                SavePathError::TlsUnsupported,
+                "seed[]=h:1&stream=1",
+                SavePathError::BadTlsOption("stream must be given as stream[option]=value".into()),
+            ),
+            (
+                "seed[]=h:1&stream[verify_peer]=maybe",
+                SavePathError::BadTlsOption("stream[verify_peer] must be 0 or 1".into()),
+            ),
+            (
+                "seed[]=h:1&stream[local_cert]=/c.pem",
+                SavePathError::BadTlsOption(
+                    "stream[local_cert] and stream[local_pk] go together".into(),
+                ),
             ),
         ];
         for (input, expected) in cases {

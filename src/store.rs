@@ -18,7 +18,7 @@ use redis::{
 };
 
 use crate::lock::LuaScript;
-use crate::save_path::{Auth, SavePath, Seed};
+use crate::save_path::{Auth, SavePath, Seed, Tls};
 use crate::settings::{ReleaseCommand, ReplicaAck};
 
 /// What the session logic needs from storage. Every command goes to the
@@ -73,6 +73,7 @@ pub struct ConnectionConfig {
     pub auth: Option<Auth>,
     pub connect_timeout: Duration,
     pub read_timeout: Duration,
+    pub tls: Option<Tls>,
 }
 
 impl From<&SavePath> for ConnectionConfig {
@@ -82,6 +83,7 @@ impl From<&SavePath> for ConnectionConfig {
             auth: path.auth.clone(),
             connect_timeout: path.connect_timeout,
             read_timeout: path.read_timeout,
+            tls: path.tls.clone(),
         }
     }
 }
@@ -201,7 +203,58 @@ fn connect(config: &ConnectionConfig) -> redis::RedisResult<ClusterConnection<No
             builder = builder.username(user);
         }
     }
+    if let Some(tls) = &config.tls {
+        builder = with_tls(builder, tls)?;
+    }
     builder.build()?.get_generic_connection()
+}
+
+/// TLS for every node, with certificates read from the files the save_path names.
+fn with_tls(
+    builder: redis::cluster::ClusterClientBuilder,
+    tls: &Tls,
+) -> RedisResult<redis::cluster::ClusterClientBuilder> {
+    // rustls needs its crypto provider chosen once per process.
+    static PROVIDER: std::sync::Once = std::sync::Once::new();
+    PROVIDER.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    let read = |option: &str, path: &std::path::Path| {
+        std::fs::read(path).map_err(|err| {
+            RedisError::from((
+                ErrorKind::InvalidClientConfig,
+                "cannot read a TLS file",
+                format!("stream[{option}] {}: {err}", path.display()),
+            ))
+        })
+    };
+    let client_tls = match &tls.client_cert {
+        Some((cert, key)) => Some(redis::ClientTlsConfig {
+            client_cert: read("local_cert", cert)?,
+            client_key: read("local_pk", key)?,
+        }),
+        None => None,
+    };
+    let root_cert = tls
+        .cafile
+        .as_deref()
+        .map(|path| read("cafile", path))
+        .transpose()?;
+    let mode = if tls.verify_peer {
+        redis::TlsMode::Secure
+    } else {
+        redis::TlsMode::Insecure
+    };
+    let mut builder = builder
+        .tls(mode)
+        .danger_accept_invalid_hostnames(!tls.verify_peer_name);
+    if client_tls.is_some() || root_cert.is_some() {
+        builder = builder.certs(redis::TlsCertificates {
+            client_tls,
+            root_cert,
+        });
+    }
+    Ok(builder)
 }
 
 /// A connection to one node whose reads are bounded from the start. The
@@ -276,10 +329,11 @@ const RETRY_PAUSE: Duration = Duration::from_millis(100);
 /// or the slot map has settled. Authentication, permission and script errors
 /// are not among them: they fail at once.
 fn is_transient(err: &RedisError) -> bool {
-    // The client reports a refused login while connecting as an I/O error
-    // whose text names the cause.
-    let refused_login = err.to_string().contains("AuthenticationFailed");
-    !refused_login
+    // The client reports a refused login or certificate while connecting as
+    // an I/O error whose text names the cause.
+    let text = err.to_string();
+    let refused = text.contains("AuthenticationFailed") || text.contains("certificate");
+    !refused
         && matches!(
             err.kind(),
             ErrorKind::Io
