@@ -15,7 +15,10 @@ $cases = [
     "$seed&auth[]=a&auth[]=b&auth[]=c",
     "$seed&auth[x]=hunter2&auth[y]=b",
     "$seed&prefix[]=x",
-    "$seed&stream[verify_peer]=0",
+    "$seed&stream[verify_peer]=maybe",
+    "$seed&stream[peer_name]=redis.internal",
+    "$seed&stream[local_cert]=/tmp/c.pem",
+    "$seed&stream=1",
 ];
 set_error_handler(function ($type, $message) {
     echo "  ", preg_replace('/ \(path: .*\)$/', '', $message), "\n";
@@ -69,8 +72,20 @@ bool(false)
   session_start(): session.save_path: prefix must be a single value
   session_start(): Failed to initialize storage module: rediscluster
 bool(false)
-[SEEDS&stream[verify_peer]=0]
-  session_start(): session.save_path: stream[...] (TLS) is not supported by this rediscluster handler yet
+[SEEDS&stream[verify_peer]=maybe]
+  session_start(): session.save_path: stream[verify_peer] must be 0 or 1
+  session_start(): Failed to initialize storage module: rediscluster
+bool(false)
+[SEEDS&stream[peer_name]=redis.internal]
+  session_start(): session.save_path: stream[peer_name] is not supported: certificates are checked against each node's address; use stream[verify_peer_name]=0 to skip the name check
+  session_start(): Failed to initialize storage module: rediscluster
+bool(false)
+[SEEDS&stream[local_cert]=/tmp/c.pem]
+  session_start(): session.save_path: stream[local_cert] and stream[local_pk] go together
+  session_start(): Failed to initialize storage module: rediscluster
+bool(false)
+[SEEDS&stream=1]
+  session_start(): session.save_path: stream must be given as stream[option]=value
   session_start(): Failed to initialize storage module: rediscluster
 bool(false)
 array(0) {
