@@ -6,6 +6,7 @@
 //   RCS_STANDALONE host:port of a plain (non-cluster) server for phpredis's `redis` handler
 //   php -n bench/bench.php [--smoke]
 require __DIR__ . '/../php-tests/inc/resp.php';
+require __DIR__ . '/../php-tests/inc/env.php';
 
 $smoke = in_array('--smoke', $argv, true);
 // Sizes: [full, smoke]. The smoke run only proves the benchmark still works.
@@ -17,12 +18,7 @@ $callgrind = [$size(20, 2), $size(220, 6)];
 $memory_checkpoints = $smoke ? [100, 300, 500] : [1000, 20000, 60000, 100000];
 
 function env(string $name): string {
-    $value = getenv($name);
-    if ($value === false || $value === '') {
-        fwrite(STDERR, "$name is not set: run bench/run.sh\n");
-        exit(1);
-    }
-    return $value;
+    return required_env($name, 'run bench/run.sh');
 }
 
 $primaries = array_values(array_filter(

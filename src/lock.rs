@@ -660,12 +660,18 @@ mod cluster_tests {
         }
     }
 
+    /// A data key of this test process and its lock key.
+    fn keys(name: &str) -> (Vec<u8>, Vec<u8>) {
+        let data_key = format!("RCS_UNIT:{}:{name}", std::process::id()).into_bytes();
+        let lock_key = crate::keys::lock_key(&data_key).unwrap();
+        (data_key, lock_key)
+    }
+
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
     fn a_repeated_write_after_a_lost_reply_counts_as_done() {
         let mut store = store();
-        let data_key = format!("RCS_UNIT:{}:idempotent", std::process::id()).into_bytes();
-        let lock_key = crate::keys::lock_key(&data_key).unwrap();
+        let (data_key, lock_key) = keys("idempotent");
         let ttl = Duration::from_secs(60);
         let Acquired::Locked(held, None) =
             acquire_and_read(&mut store, &data_key, &lock_key, &lock_settings(), None).unwrap()
@@ -691,8 +697,7 @@ mod cluster_tests {
     #[ignore = "needs a cluster: scripts/test.sh"]
     fn a_write_can_wait_for_its_replica() {
         let mut cluster = store();
-        let data_key = format!("RCS_UNIT:{}:acked", std::process::id()).into_bytes();
-        let lock_key = crate::keys::lock_key(&data_key).unwrap();
+        let (data_key, lock_key) = keys("acked");
         let ttl = Duration::from_secs(60);
         let mut write = |data: &[u8], replicas| {
             let Acquired::Locked(held, _) =

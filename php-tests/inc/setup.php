@@ -7,13 +7,10 @@ error_reporting(E_ALL);
 // Session INI cannot change once output has gone out (headers are "sent").
 ob_start();
 
+require_once __DIR__ . '/env.php';
+
 function rcs_env(string $name): string {
-    $value = getenv($name);
-    if ($value === false || $value === '') {
-        fwrite(STDERR, "$name is not set: run the tests through scripts/test.sh\n");
-        exit(1);
-    }
-    return $value;
+    return required_env($name, 'run the tests through scripts/test.sh');
 }
 
 /** @return list<array{0:string,1:int}> */
