@@ -12,9 +12,11 @@ cd "$ROOT"
 port=${DEMO_PORT:-8088} requests=${DEMO_REQUESTS:-50}
 "$ROOT/scripts/cluster.sh" start redis
 server_pid=
-trap '[ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; "$ROOT/scripts/cluster.sh" stop redis' EXIT
+# The server forks its workers: it runs in a process group of its own, and the
+# whole group is stopped, so no worker outlives the demo and holds the port.
+trap '[ -n "$server_pid" ] && kill -- "-$server_pid" 2>/dev/null; "$ROOT/scripts/cluster.sh" stop redis' EXIT
 
-PHP_CLI_SERVER_WORKERS=8 php -n -d "extension=$EXT_SO" \
+PHP_CLI_SERVER_WORKERS=8 setsid php -n -d "extension=$EXT_SO" \
     -d session.save_handler=rediscluster \
     -d "session.save_path=\"$(cluster_seeds 7100 | sed 's/^/seed[]=/; s/,/\&seed[]=/g')&timeout=1&read_timeout=2\"" \
     -d redis.session.locking_enabled=1 \
