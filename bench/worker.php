@@ -25,9 +25,9 @@ function cycle(string $sid, string $kind): void {
     session_write_close();
 }
 
-/** Socket reads (round trips), commands and slot-map fetches, summed over $nodes. */
+/** Socket reads (round trips) and slot-map fetches, summed over $nodes. */
 function counters(array $nodes): array {
-    $total = ['reads' => 0, 'commands' => 0, 'slot_maps' => 0];
+    $total = ['reads' => 0, 'slot_maps' => 0];
     foreach ($nodes as $addr) {
         $info = Resp::send($addr, ['INFO', 'all']);
         preg_match('/^total_reads_processed:(\d+)/m', $info, $m);
@@ -36,8 +36,6 @@ function counters(array $nodes): array {
         foreach ($stats as [, $command, $calls]) {
             if (str_starts_with($command, 'cluster|slots') || str_starts_with($command, 'cluster|shards')) {
                 $total['slot_maps'] += (int)$calls;
-            } elseif ($command !== 'info') {
-                $total['commands'] += (int)$calls;
             }
         }
     }

@@ -90,10 +90,6 @@ function cluster_script(string $action, string $addr): void {
     if ($status !== 0) throw new RuntimeException("cluster.sh $action $port: " . implode("\n", $out));
 }
 
-function key_of(string $prefix, string $sid): string {
-    return $prefix . $sid;
-}
-
 /** The session's counter as stored, read from its slot's primary. */
 function stored_count(string $key): ?int {
     [$primary] = slot_owners(any_node(['CLUSTER', 'KEYSLOT', $key]));
@@ -156,7 +152,7 @@ function run_phase(string $name, float $seconds, array $phase_ini, callable $eve
     }
     time_nanosleep(0, 300_000_000);
     usleep((int)($before_event * 1e6));
-    $slot = any_node(['CLUSTER', 'KEYSLOT', key_of($prefix, $shared)]);
+    $slot = any_node(['CLUSTER', 'KEYSLOT', $prefix . $shared]);
     $event_ns = hrtime(true);
     [$event_text, $event_seconds] = $event($slot);
     $ended = [];
@@ -187,7 +183,7 @@ function run_phase(string $name, float $seconds, array $phase_ini, callable $eve
     }
     $lost = $unacked_stored = 0;
     foreach ($acked as $sid => $n) {
-        $stored = stored_count(key_of($prefix, $sid));
+        $stored = stored_count($prefix . $sid);
         if ($stored === null) {
             $lost += $n;
             continue;
@@ -222,7 +218,6 @@ function run_phase(string $name, float $seconds, array $phase_ini, callable $eve
         'crashed or hung' => count(array_filter($ended, fn($how) => $how !== 'ok')),
         'ended' => array_values(array_filter($ended, fn($how) => $how !== 'ok')),
         'warnings' => $texts,
-        'prefix' => $prefix,
     ];
 }
 

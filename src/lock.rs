@@ -648,6 +648,7 @@ mod tests {
 #[cfg(test)]
 mod cluster_tests {
     use super::*;
+    use crate::store::ClusterStore;
     use crate::store::cluster_tests::store;
 
     fn lock_settings() -> LockSettings {
@@ -667,17 +668,21 @@ mod cluster_tests {
         (data_key, lock_key)
     }
 
+    /// Takes the lock, which must be free.
+    fn lock(store: &mut ClusterStore, data_key: &[u8], lock_key: &[u8]) -> HeldLock {
+        match acquire_and_read(store, data_key, lock_key, &lock_settings(), None).unwrap() {
+            Acquired::Locked(held, _) => held,
+            Acquired::Busy(_) => panic!("the lock should be free"),
+        }
+    }
+
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
     fn a_repeated_write_after_a_lost_reply_counts_as_done() {
         let mut store = store();
         let (data_key, lock_key) = keys("idempotent");
         let ttl = Duration::from_secs(60);
-        let Acquired::Locked(held, None) =
-            acquire_and_read(&mut store, &data_key, &lock_key, &lock_settings(), None).unwrap()
-        else {
-            panic!("the lock should be free and the session new");
-        };
+        let held = lock(&mut store, &data_key, &lock_key);
         for _ in 0..2 {
             assert!(
                 save_and_release(&mut store, Save::Write, &data_key, &held, b"v1", ttl, None)
@@ -700,12 +705,7 @@ mod cluster_tests {
         let (data_key, lock_key) = keys("acked");
         let ttl = Duration::from_secs(60);
         let mut write = |data: &[u8], replicas| {
-            let Acquired::Locked(held, _) =
-                acquire_and_read(&mut cluster, &data_key, &lock_key, &lock_settings(), None)
-                    .unwrap()
-            else {
-                panic!("the lock should be free");
-            };
+            let held = lock(&mut cluster, &data_key, &lock_key);
             let ack = ReplicaAck {
                 replicas,
                 timeout: Duration::from_millis(300),

@@ -47,7 +47,7 @@ pub enum ReleaseCommand {
 #[derive(Clone, Debug, PartialEq)]
 pub struct LockSettings {
     pub ttl: Duration,
-    /// Pause between attempts.
+    /// How long one attempt waits for a hand-over (or sleeps, under 1 ms).
     pub wait: Duration,
     /// Attempts after the first; `None` waits forever.
     pub retries: Option<u64>,
