@@ -30,9 +30,6 @@ pub struct SessionHandler<S> {
 impl SessionHandler<ClusterStore> {
     /// Parses the save_path; the cluster is contacted on first use.
     pub fn open(save_path: &str, settings: Settings) -> Result<Self> {
-        if let Some(problem) = settings.unsupported_compression() {
-            bail!(problem);
-        }
         let path = save_path::parse_cached(save_path)?;
         let store = ClusterStore::new((&path).into());
         Ok(Self::with_store(store, path.prefix, settings))
@@ -95,7 +92,10 @@ impl<S: SessionStore> SessionHandler<S> {
             _ => self.store.get(&key, refresh)?,
         };
         self.key_missing = data.is_none();
-        Ok(data.unwrap_or_default())
+        Ok(self
+            .settings
+            .compression
+            .decompress(data.unwrap_or_default()))
     }
 
     /// Stores the data. With locking on, only while our lock is still held,
@@ -103,6 +103,8 @@ impl<S: SessionStore> SessionHandler<S> {
     /// closes right after its final write.
     pub fn write(&mut self, sid: &[u8], data: &[u8]) -> Result<()> {
         let key = self.key(sid)?;
+        let compression = self.settings.compression;
+        let data = &compression.compress(data);
         match self.save_locked(Save::Write, &key, data)? {
             Some(true) => Ok(()),
             Some(false) => bail!("Session lock expired"),
@@ -143,6 +145,8 @@ impl<S: SessionStore> SessionHandler<S> {
         if self.settings.early_refresh && !self.key_missing {
             return Ok(());
         }
+        let compression = self.settings.compression;
+        let data = &compression.compress(data);
         if self.save_locked(Save::Touch, &key, data)?.is_some() {
             return Ok(());
         }

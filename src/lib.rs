@@ -8,6 +8,7 @@
 //! its Lua scripts), `handler` (one method per session
 //! hook) and `store` (the storage interface and its cluster client).
 
+pub mod compression;
 pub mod handler;
 pub mod keys;
 pub mod lock;

@@ -5,6 +5,8 @@
 use std::ffi::CStr;
 use std::time::Duration;
 
+use crate::compression::Compression;
+
 /// Every directive with its default: phpredis's `redis.session.*` (registered
 /// by this extension unless phpredis already did; then its values apply) and
 /// this extension's own.
@@ -72,7 +74,9 @@ pub struct Settings {
     pub use_strict_mode: bool,
     /// `None` when `redis.session.locking_enabled` is off.
     pub lock: Option<LockSettings>,
-    pub compression: String,
+    pub compression: Compression,
+    /// Why the configured compression was turned off, for an E_NOTICE.
+    pub compression_notice: Option<&'static str>,
     /// `None` unless `rediscluster_session.write_replicas` is positive.
     pub replica_ack: Option<ReplicaAck>,
 }
@@ -80,6 +84,10 @@ pub struct Settings {
 impl Settings {
     pub fn load(ini: &impl IniSource) -> Self {
         let (session_ttl, ttl_notice) = clamp_session_ttl(ini.long(c"session.gc_maxlifetime"));
+        let (compression, compression_notice) = Compression::from_ini(
+            &ini.string(c"redis.session.compression").unwrap_or_default(),
+            ini.long(c"redis.session.compression_level"),
+        );
         let flag = |name: &CStr| ini.long(name) != 0;
         Settings {
             session_ttl,
@@ -99,23 +107,8 @@ impl Settings {
                             .unsigned_abs(),
                     ),
                 }),
-            compression: ini
-                .string(c"redis.session.compression")
-                .unwrap_or_default()
-                .trim()
-                .to_ascii_lowercase(),
-        }
-    }
-
-    /// An error text when compression is configured; it is not implemented yet
-    /// and storing plain data where phpredis expects compressed data would
-    /// corrupt sessions shared with it.
-    pub fn unsupported_compression(&self) -> Option<String> {
-        match self.compression.as_str() {
-            "" | "none" => None,
-            other => Some(format!(
-                "redis.session.compression={other} is not supported by the rediscluster_session extension yet; set it to none"
-            )),
+            compression,
+            compression_notice,
         }
     }
 }
@@ -237,7 +230,7 @@ mod tests {
         assert_eq!(settings.lock, None);
         assert!(!settings.early_refresh);
         assert_eq!(settings.session_ttl, Duration::from_secs(1440));
-        assert_eq!(settings.unsupported_compression(), None);
+        assert_eq!(settings.compression, Compression::None);
     }
 
     #[test]
@@ -276,8 +269,14 @@ mod tests {
     }
 
     #[test]
-    fn compression_other_than_none_is_refused() {
-        let settings = Settings::load(&ini(&[(c"redis.session.compression", "LZF")]));
-        assert!(settings.unsupported_compression().unwrap().contains("lzf"));
+    fn compression_reads_name_and_level() {
+        let settings = Settings::load(&ini(&[
+            (c"redis.session.compression", "LZ4"),
+            (c"redis.session.compression_level", "9"),
+        ]));
+        assert_eq!(settings.compression, Compression::Lz4 { hc_level: Some(9) });
+        let settings = Settings::load(&ini(&[(c"redis.session.compression", "brotli")]));
+        assert_eq!(settings.compression, Compression::None);
+        assert!(settings.compression_notice.is_some());
     }
 }

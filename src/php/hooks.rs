@@ -106,6 +106,7 @@ pub unsafe extern "C" fn open(
             .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy())
             .unwrap_or_default();
         let handler = Handler::open(&save_path, Settings::load(&PhpIni))?;
+        let notice = handler.settings().compression_notice;
         // SAFETY: a reopen without close would leak the old handler; drop it.
         unsafe {
             let previous =
@@ -113,6 +114,9 @@ pub unsafe extern "C" fn open(
             if !previous.is_null() {
                 drop(Box::from_raw(previous.cast::<Handler>()));
             }
+        }
+        if let Some(notice) = notice {
+            php_error(&ErrorType::Notice, notice);
         }
         Ok(SUCCESS)
     })

@@ -1,0 +1,293 @@
+//! `redis.session.compression`: session data compressed exactly as phpredis
+//! compresses it (`redis_compress` / `redis_uncompress`), so either extension
+//! reads what the other wrote. There is no marker byte: a read tries the
+//! configured algorithm and passes the bytes through unchanged when they do not
+//! decompress, which keeps data written before compression was enabled.
+
+use std::borrow::Cow;
+
+/// phpredis's `ZSTD_CLEVEL_DEFAULT`, used for levels below 1.
+const ZSTD_DEFAULT_LEVEL: i32 = 3;
+/// The LZ4 levels phpredis hands to `LZ4_compress_HC`; others mean the fast mode.
+const LZ4_HC_LEVELS: std::ops::RangeInclusive<i64> = 1..=12;
+/// Nothing larger is decompressed: Redis's own limit on one value
+/// (proto-max-bulk-len), so a corrupt length cannot allocate gigabytes.
+const MAX_DECOMPRESSED: usize = 512 << 20;
+/// LZF's best case: a 3-byte back reference stands for 264 bytes.
+const LZF_MAX_RATIO: usize = 88;
+/// LZ4's best case ratio per the block format (255 bytes per extra length byte).
+const LZ4_MAX_RATIO: usize = 255;
+/// phpredis's LZ4 framing: a CRC-8 of the length, then the length as a
+/// native `int`, then the LZ4 block.
+const LZ4_HEADER_LEN: usize = 5;
+/// The longest literal run one LZF control byte can announce.
+const LZF_MAX_LITERALS: usize = 32;
+
+pub const INVALID_NOTICE: &str = "redis.session.compression is outside of valid values, disabling";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Lzf,
+    Zstd { level: i32 },
+    Lz4 { hc_level: Option<i32> },
+}
+
+impl Compression {
+    /// phpredis's reading of the INI: `none` or empty is off; `lzf`, `zstd`
+    /// and `lz4` match as case-insensitive prefixes; anything else is off with
+    /// [`INVALID_NOTICE`].
+    pub fn from_ini(name: &str, level: i64) -> (Self, Option<&'static str>) {
+        let name = name.trim().to_ascii_lowercase();
+        let algorithm = if name.is_empty() || name == "none" {
+            Compression::None
+        } else if name.starts_with("lzf") {
+            Compression::Lzf
+        } else if name.starts_with("zstd") {
+            let max = i64::from(zstd::zstd_safe::max_c_level());
+            let level = if level < 1 {
+                ZSTD_DEFAULT_LEVEL
+            } else {
+                // Clamped to the maximum, so it fits.
+                i32::try_from(level.min(max)).unwrap_or(ZSTD_DEFAULT_LEVEL)
+            };
+            Compression::Zstd { level }
+        } else if name.starts_with("lz4") {
+            let hc_level = LZ4_HC_LEVELS
+                .contains(&level)
+                .then(|| i32::try_from(level).ok())
+                .flatten();
+            Compression::Lz4 { hc_level }
+        } else {
+            return (Compression::None, Some(INVALID_NOTICE));
+        };
+        (algorithm, None)
+    }
+
+    /// The bytes to store. As in phpredis, a failed compression stores the
+    /// data as it is, and empty data is left alone by LZF and LZ4.
+    pub fn compress<'a>(&self, data: &'a [u8]) -> Cow<'a, [u8]> {
+        let compressed = match self {
+            Compression::None => None,
+            _ if data.is_empty() && !matches!(self, Compression::Zstd { .. }) => None,
+            Compression::Lzf => Some(lzf_compress(data)),
+            Compression::Zstd { level } => zstd::bulk::compress(data, *level).ok(),
+            Compression::Lz4 { hc_level } => lz4_compress(data, *hc_level),
+        };
+        compressed.map_or(Cow::Borrowed(data), Cow::Owned)
+    }
+
+    /// The session data from stored bytes: decompressed, or unchanged when
+    /// they are not data of the configured algorithm.
+    pub fn decompress(&self, stored: Vec<u8>) -> Vec<u8> {
+        let decompressed = match self {
+            _ if stored.is_empty() => None,
+            Compression::None => None,
+            Compression::Lzf => lzf_decompress(&stored),
+            Compression::Zstd { .. } => zstd_decompress(&stored),
+            Compression::Lz4 { .. } => lz4_decompress(&stored),
+        };
+        decompressed.unwrap_or(stored)
+    }
+}
+
+/// liblzf's output. The `lzf` crate gives the same bytes, but refuses when the
+/// output would not be shorter; phpredis's buffer lets liblzf expand the data
+/// instead, which for data without repeats is literal runs alone. Writing
+/// those keeps such data valid LZF, so it never reads back as anything else.
+fn lzf_compress(data: &[u8]) -> Vec<u8> {
+    lzf::compress(data).unwrap_or_else(|_| {
+        let mut out = Vec::with_capacity(data.len() + data.len().div_ceil(LZF_MAX_LITERALS));
+        for run in data.chunks(LZF_MAX_LITERALS) {
+            // A control byte below 32 announces that many literals, minus one.
+            out.push((run.len() - 1) as u8);
+            out.extend_from_slice(run);
+        }
+        out
+    })
+}
+
+/// LZF stores no length: grow the buffer until the data fits, as phpredis does.
+fn lzf_decompress(stored: &[u8]) -> Option<Vec<u8>> {
+    let limit = stored
+        .len()
+        .saturating_mul(LZF_MAX_RATIO)
+        .min(MAX_DECOMPRESSED);
+    let mut capacity = stored.len().saturating_mul(4).clamp(64, limit.max(64));
+    loop {
+        match lzf::decompress(stored, capacity) {
+            Ok(data) => return Some(data),
+            Err(lzf::LzfError::BufferTooSmall) if capacity < limit => {
+                capacity = capacity.saturating_mul(2).min(limit);
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
+fn zstd_decompress(stored: &[u8]) -> Option<Vec<u8>> {
+    let size = zstd::zstd_safe::get_frame_content_size(stored).ok()??;
+    let size = usize::try_from(size)
+        .ok()
+        .filter(|&size| size <= MAX_DECOMPRESSED)?;
+    let data = zstd::bulk::decompress(stored, size).ok()?;
+    (data.len() == size).then_some(data)
+}
+
+fn lz4_compress(data: &[u8], hc_level: Option<i32>) -> Option<Vec<u8>> {
+    let length = i32::try_from(data.len()).ok()?.to_ne_bytes();
+    let mode = hc_level.map(lz4::block::CompressionMode::HIGHCOMPRESSION);
+    let block = lz4::block::compress(data, mode, false).ok()?;
+    let mut out = Vec::with_capacity(LZ4_HEADER_LEN + block.len());
+    out.push(crc8(&length));
+    out.extend_from_slice(&length);
+    out.extend_from_slice(&block);
+    Some(out)
+}
+
+fn lz4_decompress(stored: &[u8]) -> Option<Vec<u8>> {
+    let (header, block) = stored.split_at_checked(LZ4_HEADER_LEN)?;
+    let length: [u8; 4] = header[1..].try_into().ok()?;
+    if header[0] != crc8(&length) {
+        return None;
+    }
+    let size = i32::from_ne_bytes(length);
+    let fits = usize::try_from(size).is_ok_and(|size| {
+        size > 0 && size <= MAX_DECOMPRESSED && size <= block.len().saturating_mul(LZ4_MAX_RATIO)
+    });
+    if !fits {
+        return None;
+    }
+    let data = lz4::block::decompress(block, Some(size)).ok()?;
+    (data.len() == size.unsigned_abs() as usize).then_some(data)
+}
+
+/// phpredis's CRC-8 of the LZ4 length: polynomial 0x31, initial value 0xFF.
+fn crc8(bytes: &[u8]) -> u8 {
+    bytes.iter().fold(0xFF, |crc, &byte| {
+        (0..8).fold(crc ^ byte, |crc, _| {
+            if crc & 0x80 != 0 {
+                (crc << 1) ^ 0x31
+            } else {
+                crc << 1
+            }
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [Compression; 4] = [
+        Compression::Lzf,
+        Compression::Zstd { level: 3 },
+        Compression::Lz4 { hc_level: None },
+        Compression::Lz4 { hc_level: Some(3) },
+    ];
+
+    fn samples() -> Vec<Vec<u8>> {
+        let repeated = "user|s:5:\"alice\";".repeat(50).into_bytes();
+        let noise: Vec<u8> = (0u32..3000)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        vec![
+            b"a|i:1;".to_vec(),
+            b"xy".to_vec(),
+            repeated,
+            noise,
+            vec![0; 100_000],
+        ]
+    }
+
+    #[test]
+    fn ini_values_follow_phpredis() {
+        assert_eq!(Compression::from_ini("none", 3), (Compression::None, None));
+        assert_eq!(Compression::from_ini("", 3), (Compression::None, None));
+        assert_eq!(Compression::from_ini("LZF", 3).0, Compression::Lzf);
+        assert_eq!(
+            Compression::from_ini("zstd", 0).0,
+            Compression::Zstd { level: 3 }
+        );
+        assert_eq!(
+            Compression::from_ini("zstd", 1000).0,
+            Compression::Zstd {
+                level: zstd::zstd_safe::max_c_level()
+            }
+        );
+        assert_eq!(
+            Compression::from_ini("lz4", 0).0,
+            Compression::Lz4 { hc_level: None }
+        );
+        assert_eq!(
+            Compression::from_ini("lz4", 13).0,
+            Compression::Lz4 { hc_level: None }
+        );
+        assert_eq!(
+            Compression::from_ini("lz4hc", 9).0,
+            Compression::Lz4 { hc_level: Some(9) }
+        );
+        assert_eq!(
+            Compression::from_ini("gzip", 3),
+            (Compression::None, Some(INVALID_NOTICE))
+        );
+    }
+
+    #[test]
+    fn every_algorithm_round_trips() {
+        for algorithm in ALL {
+            for data in samples() {
+                let stored = algorithm.compress(&data).into_owned();
+                assert_eq!(algorithm.decompress(stored), data, "{algorithm:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn incompressible_lzf_is_literal_runs_like_liblzf() {
+        // phpredis stores "a|i:1;" as 05 61 7c 69 3a 31 3b.
+        assert_eq!(Compression::Lzf.compress(b"a|i:1;").as_ref(), b"\x05a|i:1;");
+        let long: Vec<u8> = (0..40).collect();
+        let stored = Compression::Lzf.compress(&long);
+        assert_eq!(stored.len(), 42);
+        assert_eq!((stored[0], stored[33]), (31, 7));
+    }
+
+    #[test]
+    fn lz4_header_is_phpredis_framing() {
+        // phpredis's bytes for "a|i:1;" with COMPRESSION_LZ4.
+        let stored = Compression::Lz4 { hc_level: None }.compress(b"a|i:1;");
+        assert_eq!(&stored[..6], b"\xde\x06\x00\x00\x00\x60");
+    }
+
+    #[test]
+    fn empty_data_is_stored_as_phpredis_stores_it() {
+        for algorithm in [Compression::Lzf, Compression::Lz4 { hc_level: None }] {
+            assert!(algorithm.compress(b"").is_empty());
+        }
+        let zstd = Compression::Zstd { level: 3 };
+        assert_eq!(zstd.compress(b"").len(), 9);
+        assert_eq!(zstd.decompress(Vec::new()), b"");
+    }
+
+    #[test]
+    fn data_of_another_format_passes_through() {
+        let legacy = b"count|i:41;".to_vec();
+        for algorithm in ALL {
+            assert_eq!(algorithm.decompress(legacy.clone()), legacy);
+        }
+        // A valid LZ4 header with a corrupt block, an absurd zstd size.
+        let mut lz4 = Compression::Lz4 { hc_level: None }
+            .compress(&[7; 1000])
+            .into_owned();
+        lz4.truncate(8);
+        assert_eq!(
+            Compression::Lz4 { hc_level: None }.decompress(lz4.clone()),
+            lz4
+        );
+        let zstd = Compression::Zstd { level: 3 };
+        let mut frame = zstd.compress(&[7; 1000]).into_owned();
+        frame.truncate(frame.len() - 3);
+        assert_eq!(zstd.decompress(frame.clone()), frame);
+    }
+}
