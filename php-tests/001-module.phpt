@@ -1,5 +1,5 @@
 --TEST--
-The module loads, depends on session, registers the handler, phpredis's INI names and its own
+The module loads, depends on session, registers the handler, phpredis's INI names and its own, and the stats function
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';
@@ -10,7 +10,7 @@ foreach (['locking_enabled', 'lock_expire', 'lock_wait_time', 'lock_retries', 'l
           'lock_release_cmd', 'early_refresh', 'compression', 'compression_level'] as $name) {
     echo "redis.session.$name=", ini_get("redis.session.$name"), "\n";
 }
-foreach (['write_replicas', 'write_replicas_timeout'] as $name) {
+foreach (['write_replicas', 'write_replicas_timeout', 'lock_wait_notice_ms'] as $name) {
     echo "rediscluster_session.$name=", ini_get("rediscluster_session.$name"), "\n";
 }
 ini_set('redis.session.lock_retries', '7');
@@ -21,6 +21,7 @@ preg_match('/rediscluster_session support.*?(?=\n\n)/s', $info, $m);
 echo $m[0], "\n";
 preg_match('/Registered save handlers => (.*)/', $info, $m);
 echo $m[0], "\n";
+var_dump(function_exists('rediscluster_session_stats'));
 ?>
 --EXPECTF--
 bool(true)
@@ -41,6 +42,7 @@ redis.session.compression=none
 redis.session.compression_level=3
 rediscluster_session.write_replicas=0
 rediscluster_session.write_replicas_timeout=100
+rediscluster_session.lock_wait_notice_ms=0
 rediscluster_session support => enabled
 Version => %s
 Built for PHP => %d.%d.%d
@@ -56,4 +58,17 @@ redis.session.compression (effective) => none
 redis.session.compression_level (effective) => 3
 rediscluster_session.write_replicas (effective) => 0
 rediscluster_session.write_replicas_timeout (effective) => 100
+rediscluster_session.lock_wait_notice_ms (effective) => 0
+stats: locks_acquired => 0
+stats: lock_waits => 0
+stats: lock_wait_us_total => 0
+stats: lock_wait_us_max => 0
+stats: acquire_failures => 0
+stats: writes_refused_lock_lost => 0
+stats: releases => lua=0, delex=0, delifeq=0
+stats: release_fallbacks => 0
+stats: connects => 0
+stats: reconnects => 0
+stats: errors => io=0, timeout=0, cluster=0, auth=0, tls=0, oom=0, server=0
 Registered save handlers => files user rediscluster 
+bool(true)

@@ -4,12 +4,15 @@
 //! `session.*`), data as bytes, failures go out as errors whose text becomes
 //! the PHP warning.
 
+use std::time::Duration;
+
 use anyhow::{Result, bail};
 
 use crate::keys;
 use crate::lock::{self, Acquired, HeldLock, Save};
 use crate::save_path;
 use crate::settings::Settings;
+use crate::stats;
 use crate::store::{ClusterStore, SessionStore};
 
 /// How many fresh ids `create_sid` tries in strict mode before giving up.
@@ -23,8 +26,28 @@ pub struct SessionHandler<S> {
     key_missing: bool,
     /// The session lock, from the read until it is released.
     lock: Option<HeldLock>,
-    /// Warnings for PHP from a hook that still succeeded.
-    warnings: Vec<&'static str>,
+    /// Warnings and notices for PHP from the last hook.
+    messages: Vec<Message>,
+}
+
+pub enum Message {
+    Warning(&'static str),
+    Notice(String),
+}
+
+/// `rediscluster_session.lock_wait_notice_ms`: names the session by a hash,
+/// since the id itself would let anyone reading the log take the session over.
+fn slow_wait_notice(sid: &[u8], waited: Duration, threshold: Duration) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, sid);
+    let hash: String = digest.as_ref()[..6]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    format!(
+        "rediscluster: waited {} ms for the lock of session sha256:{hash} (rediscluster_session.lock_wait_notice_ms={})",
+        waited.as_millis(),
+        threshold.as_millis()
+    )
 }
 
 impl SessionHandler<ClusterStore> {
@@ -44,7 +67,7 @@ impl<S: SessionStore> SessionHandler<S> {
             settings,
             key_missing: false,
             lock: None,
-            warnings: Vec::new(),
+            messages: Vec::new(),
         }
     }
 
@@ -52,9 +75,9 @@ impl<S: SessionStore> SessionHandler<S> {
         &self.settings
     }
 
-    /// Warnings the last hook left for PHP.
-    pub fn take_warnings(&mut self) -> Vec<&'static str> {
-        std::mem::take(&mut self.warnings)
+    /// Warnings and notices the last hook left for PHP.
+    pub fn take_messages(&mut self) -> Vec<Message> {
+        std::mem::take(&mut self.messages)
     }
 
     fn key(&self, sid: &[u8]) -> Result<Vec<u8>> {
@@ -70,20 +93,26 @@ impl<S: SessionStore> SessionHandler<S> {
         let data = match &settings.lock {
             Some(lock_settings) if self.lock.is_none() => {
                 let lock_key = keys::lock_key(&key)?;
-                match lock::acquire_and_read(
+                let (acquired, waited) = lock::acquire_and_read(
                     &mut self.store,
                     &key,
                     &lock_key,
                     lock_settings,
                     refresh,
-                )? {
+                )?;
+                if let Some(threshold) = lock_settings.wait_notice.filter(|&t| waited > t) {
+                    self.messages
+                        .push(Message::Notice(slow_wait_notice(sid, waited, threshold)));
+                }
+                match acquired {
                     Acquired::Locked(held, data) => {
                         self.lock = Some(held);
                         data
                     }
                     Acquired::Busy(data) if lock_settings.failure_readonly => {
-                        self.warnings
-                            .push("Failed to acquire session lock, session will be read only");
+                        self.messages.push(Message::Warning(
+                            "Failed to acquire session lock, session will be read only",
+                        ));
                         data
                     }
                     Acquired::Busy(_) => bail!("Failed to acquire session lock"),
@@ -107,7 +136,10 @@ impl<S: SessionStore> SessionHandler<S> {
         let data = &compression.compress(data);
         match self.save_locked(Save::Write, &key, data)? {
             Some(true) => Ok(()),
-            Some(false) => bail!("Session lock expired"),
+            Some(false) => {
+                stats::write_refused_lock_lost();
+                bail!("Session lock expired")
+            }
             None if self.settings.lock.is_some() => {
                 bail!("Unable to write session: session lock not held")
             }

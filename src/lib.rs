@@ -5,8 +5,10 @@
 //! API. Everything else is a safe core that knows nothing of PHP:
 //! `save_path` (the save_path grammar), `settings` (INI-derived settings),
 //! `keys` (data key, lock key, hash slots), `lock` (the lock protocol and
-//! its Lua scripts), `handler` (one method per session
-//! hook) and `store` (the storage interface and its cluster client).
+//! its Lua scripts), `compression` (phpredis's compressed formats), `handler`
+//! (one method per session hook), `store` (the storage interface and its
+//! cluster client) and `stats` (the counters behind
+//! `rediscluster_session_stats()`).
 
 pub mod compression;
 pub mod handler;
@@ -14,6 +16,7 @@ pub mod keys;
 pub mod lock;
 pub mod save_path;
 pub mod settings;
+pub mod stats;
 pub mod store;
 
 // The PHP boundary references symbols that only exist inside a PHP process,

@@ -24,6 +24,7 @@ use anyhow::{Result, bail};
 use redis::Value;
 
 use crate::settings::{LockSettings, ReleaseCommand, ReplicaAck};
+use crate::stats;
 use crate::store::{SessionStore, whole_seconds};
 
 /// A Lua script with its SHA1, for EVALSHA with an EVAL fallback.
@@ -246,13 +247,34 @@ fn millis(duration: Duration) -> u64 {
 /// Takes the lock and reads the data, retrying while it is busy: at most
 /// `retries` more attempts (or forever) and `retries` x `wait` in all. Between
 /// attempts it waits up to `wait` for the holder to hand the lock over; waits
-/// shorter than 1 ms sleep instead of queueing.
+/// shorter than 1 ms sleep instead of queueing. Also returns how long it
+/// waited (zero when the lock was free).
 pub fn acquire_and_read(
     store: &mut impl SessionStore,
     data_key: &[u8],
     lock_key: &[u8],
     lock: &LockSettings,
     refresh: Option<Duration>,
+) -> Result<(Acquired, Duration)> {
+    let started = Instant::now();
+    let mut busy_once = false;
+    let acquired = acquire_waiting(store, data_key, lock_key, lock, refresh, &mut busy_once)?;
+    let waited = if busy_once {
+        started.elapsed()
+    } else {
+        Duration::ZERO
+    };
+    stats::lock_attempt(matches!(acquired, Acquired::Locked(..)), waited);
+    Ok((acquired, waited))
+}
+
+fn acquire_waiting(
+    store: &mut impl SessionStore,
+    data_key: &[u8],
+    lock_key: &[u8],
+    lock: &LockSettings,
+    refresh: Option<Duration>,
+    busy_once: &mut bool,
 ) -> Result<Acquired> {
     let held = HeldLock {
         data_key: data_key.to_vec(),
@@ -300,6 +322,7 @@ pub fn acquire_and_read(
         if locked {
             return Ok(Acquired::Locked(held, data));
         }
+        *busy_once = true;
         if last {
             return Ok(Acquired::Busy(data));
         }
@@ -385,17 +408,21 @@ pub fn save_and_release(
     let ttl = whole_seconds(ttl).to_string();
     let keys: [&[u8]; 2] = [data_key, &held.lock_key];
     let args: [&[u8]; 3] = [held.secret.as_bytes(), data, ttl.as_bytes()];
-    let reply = match (save, ack) {
+    let (reply, acked) = match (save, ack) {
         (Save::Write, Some(ack)) => {
             let (reply, acked) = store.eval_acked(script, &keys, &args, ack)?;
-            if is_one(&reply) {
-                check_replicas(ack, acked)?;
-            }
-            reply
+            (reply, Some((ack, acked)))
         }
-        _ => store.eval(script, &keys, &args)?,
+        _ => (store.eval(script, &keys, &args)?, None),
     };
-    Ok(is_one(&reply))
+    let ours = is_one(&reply);
+    if ours {
+        stats::released(ReleaseCommand::Eval);
+        if let Some((ack, acked)) = acked {
+            check_replicas(ack, acked)?;
+        }
+    }
+    Ok(ours)
 }
 
 /// An error unless at least `ack.replicas` replicas acknowledged the write.
@@ -415,13 +442,13 @@ pub fn destroy_and_release(
     data_key: &[u8],
     held: &HeldLock,
 ) -> Result<()> {
-    store
-        .eval(
-            &DESTROY_AND_RELEASE,
-            &[data_key, &held.lock_key],
-            &[held.secret.as_bytes()],
-        )
-        .map(drop)
+    store.eval(
+        &DESTROY_AND_RELEASE,
+        &[data_key, &held.lock_key],
+        &[held.secret.as_bytes()],
+    )?;
+    stats::released(ReleaseCommand::Eval);
+    Ok(())
 }
 
 /// Compare-and-delete with the configured command; servers without DELEX or
@@ -429,15 +456,19 @@ pub fn destroy_and_release(
 pub fn release(store: &mut impl SessionStore, held: &HeldLock) -> Result<()> {
     let native = store.delete_if_equal(&held.lock_key, held.secret.as_bytes(), held.release)?;
     if native.is_some() {
+        stats::released(held.release);
         return Ok(());
     }
-    store
-        .eval(
-            &RELEASE,
-            &[&held.data_key, &held.lock_key],
-            &[held.secret.as_bytes()],
-        )
-        .map(drop)
+    if held.release != ReleaseCommand::Eval {
+        stats::release_fell_back();
+    }
+    store.eval(
+        &RELEASE,
+        &[&held.data_key, &held.lock_key],
+        &[held.secret.as_bytes()],
+    )?;
+    stats::released(ReleaseCommand::Eval);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -558,6 +589,7 @@ mod tests {
             retries,
             failure_readonly,
             release: ReleaseCommand::Eval,
+            wait_notice: None,
         }
     }
 
@@ -580,7 +612,9 @@ mod tests {
     ) -> (Acquired, usize) {
         let lock = settings(retries, failure_readonly, Duration::from_millis(50));
         let mut store = busy_store(busy);
-        let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
+        let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None)
+            .unwrap()
+            .0;
         assert_eq!(store.wake_waits, store.attempts - 1);
         (outcome, store.attempts)
     }
@@ -589,7 +623,9 @@ mod tests {
     fn waits_under_a_millisecond_sleep_instead_of_queueing() {
         let lock = settings(None, false, Duration::from_micros(10));
         let mut store = busy_store(3);
-        let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
+        let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None)
+            .unwrap()
+            .0;
         assert!(matches!(outcome, Acquired::Locked(..)));
         assert_eq!((store.attempts, store.wake_waits), (4, 0));
     }
@@ -600,7 +636,9 @@ mod tests {
         for (pushed, expected) in [(&b"1data"[..], Some(b"data".to_vec())), (b"0", None)] {
             let mut store = busy_store(usize::MAX);
             store.hand_over = Some(pushed.to_vec());
-            let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
+            let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None)
+                .unwrap()
+                .0;
             assert!(matches!(outcome, Acquired::Locked(_, data) if data == expected));
             assert_eq!((store.attempts, store.wake_waits), (1, 1));
         }
@@ -613,7 +651,9 @@ mod tests {
         let mut store = busy_store(usize::MAX);
         store.wait_takes = Duration::from_millis(100);
         let started = Instant::now();
-        let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None).unwrap();
+        let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None)
+            .unwrap()
+            .0;
         assert!(matches!(outcome, Acquired::Busy(None)));
         assert!(started.elapsed() < Duration::from_millis(500));
         assert!(store.attempts <= 4, "{}", store.attempts);
@@ -658,6 +698,7 @@ mod cluster_tests {
             retries: Some(5),
             failure_readonly: false,
             release: ReleaseCommand::Eval,
+            wait_notice: None,
         }
     }
 
@@ -670,7 +711,10 @@ mod cluster_tests {
 
     /// Takes the lock, which must be free.
     fn lock(store: &mut ClusterStore, data_key: &[u8], lock_key: &[u8]) -> HeldLock {
-        match acquire_and_read(store, data_key, lock_key, &lock_settings(), None).unwrap() {
+        match acquire_and_read(store, data_key, lock_key, &lock_settings(), None)
+            .unwrap()
+            .0
+        {
             Acquired::Locked(held, _) => held,
             Acquired::Busy(_) => panic!("the lock should be free"),
         }

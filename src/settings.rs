@@ -10,7 +10,7 @@ use crate::compression::Compression;
 /// Every directive with its default: phpredis's `redis.session.*` (registered
 /// by this extension unless phpredis already did; then its values apply) and
 /// this extension's own.
-pub const INI_DEFAULTS: [(&CStr, &CStr); 11] = [
+pub const INI_DEFAULTS: [(&CStr, &CStr); 12] = [
     (c"redis.session.locking_enabled", c"0"),
     (c"redis.session.lock_expire", c"0"),
     (c"redis.session.lock_wait_time", c"20000"),
@@ -22,6 +22,7 @@ pub const INI_DEFAULTS: [(&CStr, &CStr); 11] = [
     (c"redis.session.compression_level", c"3"),
     (c"rediscluster_session.write_replicas", c"0"),
     (c"rediscluster_session.write_replicas_timeout", c"100"),
+    (c"rediscluster_session.lock_wait_notice_ms", c"0"),
 ];
 
 /// Session TTL used when `session.gc_maxlifetime` is not positive (phpredis).
@@ -55,6 +56,8 @@ pub struct LockSettings {
     pub retries: Option<u64>,
     pub failure_readonly: bool,
     pub release: ReleaseCommand,
+    /// Waits longer than this get an E_NOTICE; `None` when off.
+    pub wait_notice: Option<Duration>,
 }
 
 /// A write counts only once this many replicas have it (Redis `WAIT`).
@@ -148,6 +151,10 @@ impl LockSettings {
             retries,
             failure_readonly: ini.long(c"redis.session.lock_failure_readonly") != 0,
             release,
+            wait_notice: u64::try_from(ini.long(c"rediscluster_session.lock_wait_notice_ms"))
+                .ok()
+                .filter(|&ms| ms > 0)
+                .map(Duration::from_millis),
         }
     }
 }

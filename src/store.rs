@@ -20,6 +20,7 @@ use redis::{
 use crate::lock::LuaScript;
 use crate::save_path::{Auth, SavePath, Seed, Tls};
 use crate::settings::{ReleaseCommand, ReplicaAck};
+use crate::stats;
 
 /// What the session logic needs from storage. Every command goes to the
 /// primary that owns the key's slot.
@@ -149,9 +150,10 @@ impl ClusterStore {
                 *cached = None;
                 let cluster = connect(&self.config).map_err(|err| Failure {
                     transient: is_transient(&err),
-                    error: anyhow::Error::new(err)
+                    error: anyhow::Error::new(counted(err))
                         .context("Couldn't map cluster keyspace using any provided seed"),
                 })?;
+                stats::connected();
                 *cached = Some(Connection {
                     config: self.config.clone(),
                     cluster,
@@ -165,7 +167,7 @@ impl ClusterStore {
                 }
                 Failure {
                     transient: is_transient(&err),
-                    error: anyhow::Error::new(err)
+                    error: anyhow::Error::new(counted(err))
                         .context("Error communicating with the Redis Cluster"),
                 }
             })
@@ -324,6 +326,34 @@ struct Failure {
 
 /// Pause between attempts while the cluster recovers.
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// Counts the error by kind for `rediscluster_session_stats()`.
+fn counted(err: RedisError) -> RedisError {
+    stats::error(error_kind(&err));
+    err
+}
+
+fn error_kind(err: &RedisError) -> stats::ErrorKind {
+    let text = err.to_string();
+    if text.contains("certificate") || text.contains("TLS") || text.contains("tls") {
+        return stats::ErrorKind::Tls;
+    }
+    if err.is_timeout() {
+        return stats::ErrorKind::Timeout;
+    }
+    match err.kind() {
+        ErrorKind::AuthenticationFailed | ErrorKind::Server(ServerErrorKind::NoPerm) => {
+            stats::ErrorKind::Auth
+        }
+        _ if text.contains("AuthenticationFailed") || text.contains("WRONGPASS") => {
+            stats::ErrorKind::Auth
+        }
+        _ if err.code() == Some("OOM") => stats::ErrorKind::Oom,
+        ErrorKind::Io => stats::ErrorKind::Io,
+        _ if is_transient(err) => stats::ErrorKind::Cluster,
+        _ => stats::ErrorKind::Server,
+    }
+}
 
 /// Failures that last only until the cluster has failed over, a node is back
 /// or the slot map has settled. Authentication, permission and script errors

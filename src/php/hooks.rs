@@ -18,7 +18,7 @@ use ext_php_rs::types::ZendStr;
 use super::abi::{FAILURE, ModData, SUCCESS, php_session_create_id};
 use super::ini::PhpIni;
 use super::secrets;
-use crate::handler::SessionHandler;
+use crate::handler::{Message, SessionHandler};
 use crate::settings::Settings;
 use crate::store::ClusterStore;
 
@@ -65,7 +65,7 @@ unsafe fn handler<'a>(mod_data: ModData) -> Result<&'a mut Handler> {
         .ok_or_else(|| anyhow!("rediscluster: the session storage is not open"))
 }
 
-/// Runs `f` on the open handler, then raises the warnings it left; they are
+/// Runs `f` on the open handler, then raises the messages it left; they are
 /// collected first so no borrow of the handler is live while PHP runs.
 ///
 /// # Safety
@@ -76,9 +76,11 @@ unsafe fn with_handler<T>(
 ) -> Result<T> {
     let handler = unsafe { handler(mod_data)? };
     let result = f(handler);
-    let warnings = handler.take_warnings();
-    for message in warnings {
-        warn(message);
+    for message in handler.take_messages() {
+        match message {
+            Message::Warning(text) => warn(text),
+            Message::Notice(text) => php_error(&ErrorType::Notice, &text),
+        }
     }
     result
 }

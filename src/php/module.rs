@@ -19,6 +19,7 @@ use super::abi::{
 use super::hooks;
 use super::ini::{self, PhpIni};
 use super::secrets;
+use super::stats;
 use crate::settings::{INI_DEFAULTS, IniSource};
 
 const HANDLER_NAME: &CStr = c"rediscluster";
@@ -77,6 +78,7 @@ pub extern "C" fn get_module() -> *mut ModuleEntry {
                 .startup_function(minit)
                 .shutdown_function(mshutdown)
                 .info_function(info)
+                .function(stats::function())
                 .try_into()
                 .expect("the module entry has no functions or classes that could fail to build");
         entry.deps = DEPS.0.as_ptr();
@@ -163,6 +165,9 @@ unsafe extern "C" fn info(_module: *mut ModuleEntry) {
     for (name, _) in INI_DEFAULTS {
         let value = PhpIni.string(name).unwrap_or_default();
         row(&format!("{} (effective)", name.to_string_lossy()), &value);
+    }
+    for (name, value) in stats::info_rows() {
+        row(&name, &value);
     }
     unsafe { php_info_print_table_end() };
 }
