@@ -148,10 +148,8 @@ impl ClusterStore {
             let mut cached = cell.borrow_mut();
             if cached.as_ref().is_none_or(|c| c.config != self.config) {
                 *cached = None;
-                let cluster = connect(&self.config).map_err(|err| Failure {
-                    transient: is_transient(&err),
-                    error: anyhow::Error::new(counted(err))
-                        .context("Couldn't map cluster keyspace using any provided seed"),
+                let cluster = connect(&self.config).map_err(|err| {
+                    Failure::new(err, "Couldn't map cluster keyspace using any provided seed")
                 })?;
                 stats::connected();
                 *cached = Some(Connection {
@@ -165,11 +163,7 @@ impl ClusterStore {
                 if !leaves_connection_usable(&err) {
                     *cached = None;
                 }
-                Failure {
-                    transient: is_transient(&err),
-                    error: anyhow::Error::new(counted(err))
-                        .context("Error communicating with the Redis Cluster"),
-                }
+                Failure::new(err, "Error communicating with the Redis Cluster")
             })
         })
     }
@@ -324,14 +318,21 @@ struct Failure {
     transient: bool,
 }
 
+impl Failure {
+    /// Counts the error by kind and words it for the PHP warning. The
+    /// client's error repeats its own text as its source, so only its
+    /// display is kept.
+    fn new(err: RedisError, context: &str) -> Self {
+        stats::error(error_kind(&err));
+        Failure {
+            transient: is_transient(&err),
+            error: anyhow::anyhow!("{context}: {err}"),
+        }
+    }
+}
+
 /// Pause between attempts while the cluster recovers.
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
-
-/// Counts the error by kind for `rediscluster_session_stats()`.
-fn counted(err: RedisError) -> RedisError {
-    stats::error(error_kind(&err));
-    err
-}
 
 fn error_kind(err: &RedisError) -> stats::ErrorKind {
     let text = err.to_string();
