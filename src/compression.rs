@@ -126,12 +126,17 @@ fn lzf_decompress(stored: &[u8]) -> Option<Vec<u8>> {
 }
 
 fn zstd_decompress(stored: &[u8]) -> Option<Vec<u8>> {
-    let size = zstd::zstd_safe::get_frame_content_size(stored).ok()??;
-    let size = usize::try_from(size)
-        .ok()
-        .filter(|&size| size <= MAX_DECOMPRESSED)?;
+    let size = zstd_content_size(stored)?;
     let data = zstd::bulk::decompress(stored, size).ok()?;
     (data.len() == size).then_some(data)
+}
+
+/// The frame's content size, if it is given and not beyond [`MAX_DECOMPRESSED`].
+fn zstd_content_size(stored: &[u8]) -> Option<usize> {
+    let size = zstd::zstd_safe::get_frame_content_size(stored).ok()??;
+    usize::try_from(size)
+        .ok()
+        .filter(|&size| size <= MAX_DECOMPRESSED)
 }
 
 fn lz4_compress(data: &[u8], hc_level: Option<i32>) -> Option<Vec<u8>> {
@@ -146,20 +151,23 @@ fn lz4_compress(data: &[u8], hc_level: Option<i32>) -> Option<Vec<u8>> {
 }
 
 fn lz4_decompress(stored: &[u8]) -> Option<Vec<u8>> {
+    let (size, block) = lz4_header(stored)?;
+    let data = lz4::block::decompress(block, Some(i32::try_from(size).ok()?)).ok()?;
+    (data.len() == size).then_some(data)
+}
+
+/// The length phpredis's header claims and the block after it; `None` unless
+/// the CRC matches and the length is one the block could hold.
+fn lz4_header(stored: &[u8]) -> Option<(usize, &[u8])> {
     let (header, block) = stored.split_at_checked(LZ4_HEADER_LEN)?;
     let length: [u8; 4] = header[1..].try_into().ok()?;
     if header[0] != crc8(&length) {
         return None;
     }
-    let size = i32::from_ne_bytes(length);
-    let fits = usize::try_from(size).is_ok_and(|size| {
-        size > 0 && size <= MAX_DECOMPRESSED && size <= block.len().saturating_mul(LZ4_MAX_RATIO)
-    });
-    if !fits {
-        return None;
-    }
-    let data = lz4::block::decompress(block, Some(size)).ok()?;
-    (data.len() == size.unsigned_abs() as usize).then_some(data)
+    let size = usize::try_from(i32::from_ne_bytes(length)).ok()?;
+    let fits =
+        size > 0 && size <= MAX_DECOMPRESSED && size <= block.len().saturating_mul(LZ4_MAX_RATIO);
+    fits.then_some((size, block))
 }
 
 /// phpredis's CRC-8 of the LZ4 length: polynomial 0x31, initial value 0xFF.
@@ -289,5 +297,62 @@ mod tests {
         let mut frame = zstd.compress(&[7; 1000]).into_owned();
         frame.truncate(frame.len() - 3);
         assert_eq!(zstd.decompress(frame.clone()), frame);
+    }
+
+    #[test]
+    fn claimed_lengths_cannot_allocate_gigabytes() {
+        // An LZ4 header claiming 2 GiB for a 3-byte block, with a valid CRC.
+        let length = i32::MAX.to_ne_bytes();
+        let mut stored = vec![crc8(&length)];
+        stored.extend_from_slice(&length);
+        stored.extend_from_slice(&[0x10, b'x', 0]);
+        assert!(lz4_header(&stored).is_none());
+        let lz4 = Compression::Lz4 { hc_level: None };
+        assert_eq!(lz4_header(&lz4.compress(&[7; 1000])).unwrap().0, 1000);
+        // A zstd frame header announcing 4 GiB of content.
+        let mut frame = b"\x28\xb5\x2f\xfd\xa0".to_vec();
+        frame.extend_from_slice(&u32::MAX.to_le_bytes());
+        assert!(
+            zstd::zstd_safe::get_frame_content_size(&frame).unwrap() == Some(u64::from(u32::MAX))
+        );
+        assert_eq!(zstd_content_size(&frame), None);
+        let zstd = Compression::Zstd { level: 3 };
+        assert_eq!(zstd_content_size(&zstd.compress(&[7; 1000])), Some(1000));
+    }
+}
+
+/// Property tests; `scripts/test.sh` runs a million cases of each in release.
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    fn algorithm() -> impl Strategy<Value = Compression> {
+        prop_oneof![
+            Just(Compression::Lzf),
+            (1..=22i32).prop_map(|level| Compression::Zstd { level }),
+            prop_oneof![Just(None), (1..=12i32).prop_map(Some)]
+                .prop_map(|hc_level| Compression::Lz4 { hc_level }),
+        ]
+    }
+
+    /// Bytes with runs, so that every algorithm finds matches.
+    fn data() -> impl Strategy<Value = Vec<u8>> {
+        vec((any::<u8>(), 1..40usize), 0..30)
+            .prop_map(|runs| runs.into_iter().flat_map(|(b, n)| vec![b; n]).collect())
+    }
+
+    proptest! {
+        #[test]
+        fn fuzz_compressed_data_reads_back(algorithm in algorithm(), data in data()) {
+            let stored = algorithm.compress(&data).into_owned();
+            prop_assert_eq!(algorithm.decompress(stored), data);
+        }
+
+        #[test]
+        fn fuzz_any_stored_bytes_read_without_panic(algorithm in algorithm(), stored in vec(any::<u8>(), 0..300)) {
+            algorithm.decompress(stored);
+        }
     }
 }
