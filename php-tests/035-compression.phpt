@@ -73,6 +73,22 @@ var_dump(session_start());
 session_write_close();
 var_dump(\$c->get(rcs_prefix() . 'cmpunknown'));
 PHP, rcs_locking(), [...PHPREDIS, rcs_ext()]);
+
+// Compressed data through the lock queue: a hand-over pushes the stored bytes to the waiter.
+$sid = 'cmpqueue' . bin2hex(random_bytes(8));
+$worker = "for (\$i = 0; \$i < 50; \$i++) { session_id('$sid'); session_start();"
+    . " \$_SESSION['n'] = (\$_SESSION['n'] ?? 0) + 1; \$_SESSION['pad'] = str_repeat('padding ', 100); session_write_close(); }"
+    . " echo rediscluster_session_stats()['lock_waits'], ' ';";
+$children = [];
+for ($p = 0; $p < 4; $p++) {
+    $children[] = rcs_spawn($worker, rcs_locking(['redis.session.compression' => 'zstd']));
+}
+$waits = array_sum(explode(' ', trim(implode('', array_map('rcs_wait', $children)))));
+echo "waited for a hand-over: ", $waits > 0 ? 'yes' : 'no', "\n";
+$data = rcs_php("\$c = new RedisCluster(null, $seeds); \$c->setOption(RedisCluster::OPT_COMPRESSION, RedisCluster::COMPRESSION_ZSTD);"
+    . " echo \$c->get(rcs_prefix() . '$sid');", [], [...PHPREDIS, rcs_ext()]);
+preg_match('/n\|i:(\d+);/', $data, $m);
+echo "4 x 50 increments, zstd, read by phpredis: ", $m[1] ?? 'unreadable', "\n";
 ?>
 --EXPECTF--
 lzf: phpredis reads ours, same bytes, compressed, ours reads phpredis: 6
@@ -88,3 +104,5 @@ lz4 legacy: legacy
 Notice: session_start(): redis.session.compression is outside of valid values, disabling in %s on line %d
 bool(true)
 string(6) "x|i:1;"
+waited for a hand-over: yes
+4 x 50 increments, zstd, read by phpredis: 200
