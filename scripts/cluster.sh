@@ -45,7 +45,14 @@ cluster_ready() {
     local port
     for port in "${ports[@]}"; do
         cli -p "$port" cluster info | grep -q 'cluster_state:ok' || return 1
-        cli -p "$port" info replication | grep -qE 'role:master|master_link_status:up' || return 1
+        # A replica is ready when its link is up and its primary counts it
+        # online (WAIT only counts those; the two can differ for a moment).
+        local replication
+        replication=$(cli -p "$port" info replication)
+        case "$replication" in
+            *role:master*) grep -q 'state=online' <<<"$replication" || return 1 ;;
+            *) grep -q 'master_link_status:up' <<<"$replication" || return 1 ;;
+        esac
     done
     [ "$(cli -p "${ports[0]}" cluster nodes | grep -c slave)" -eq 3 ]
 }
