@@ -6,6 +6,8 @@
 
 use std::borrow::Cow;
 
+mod lzf_encoder;
+
 /// phpredis's `ZSTD_CLEVEL_DEFAULT`, used for levels below 1.
 const ZSTD_DEFAULT_LEVEL: i32 = 3;
 /// The LZ4 levels phpredis hands to `LZ4_compress_HC`; others mean the fast mode.
@@ -20,8 +22,6 @@ const LZ4_MAX_RATIO: usize = 255;
 /// phpredis's LZ4 framing: a CRC-8 of the length, then the length as a
 /// native `int`, then the LZ4 block.
 const LZ4_HEADER_LEN: usize = 5;
-/// The longest literal run one LZF control byte can announce.
-const LZF_MAX_LITERALS: usize = 32;
 
 pub const INVALID_NOTICE: &str = "redis.session.compression is outside of valid values, disabling";
 
@@ -70,7 +70,7 @@ impl Compression {
         let compressed = match self {
             Compression::None => None,
             _ if data.is_empty() && !matches!(self, Compression::Zstd { .. }) => None,
-            Compression::Lzf => Some(lzf_compress(data)),
+            Compression::Lzf => lzf_encoder::compress(data),
             Compression::Zstd { level } => zstd::bulk::compress(data, *level).ok(),
             Compression::Lz4 { hc_level } => lz4_compress(data, *hc_level),
         };
@@ -89,22 +89,6 @@ impl Compression {
         };
         decompressed.unwrap_or(stored)
     }
-}
-
-/// liblzf's output. The `lzf` crate gives the same bytes, but refuses when the
-/// output would not be shorter; phpredis's buffer lets liblzf expand the data
-/// instead, which for data without repeats is literal runs alone. Writing
-/// those keeps such data valid LZF, so it never reads back as anything else.
-fn lzf_compress(data: &[u8]) -> Vec<u8> {
-    lzf::compress(data).unwrap_or_else(|_| {
-        let mut out = Vec::with_capacity(data.len() + data.len().div_ceil(LZF_MAX_LITERALS));
-        for run in data.chunks(LZF_MAX_LITERALS) {
-            // A control byte below 32 announces that many literals, minus one.
-            out.push((run.len() - 1) as u8);
-            out.extend_from_slice(run);
-        }
-        out
-    })
 }
 
 /// LZF stores no length: grow the buffer until the data fits, as phpredis does.
@@ -249,16 +233,6 @@ mod tests {
                 assert_eq!(algorithm.decompress(stored), data, "{algorithm:?}");
             }
         }
-    }
-
-    #[test]
-    fn incompressible_lzf_is_literal_runs_like_liblzf() {
-        // phpredis stores "a|i:1;" as 05 61 7c 69 3a 31 3b.
-        assert_eq!(Compression::Lzf.compress(b"a|i:1;").as_ref(), b"\x05a|i:1;");
-        let long: Vec<u8> = (0..40).collect();
-        let stored = Compression::Lzf.compress(&long);
-        assert_eq!(stored.len(), 42);
-        assert_eq!((stored[0], stored[33]), (31, 7));
     }
 
     #[test]
