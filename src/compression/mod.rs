@@ -5,6 +5,7 @@
 //! decompress, which keeps data written before compression was enabled.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 
 mod lzf_encoder;
 
@@ -71,7 +72,7 @@ impl Compression {
             Compression::None => None,
             _ if data.is_empty() && !matches!(self, Compression::Zstd { .. }) => None,
             Compression::Lzf => lzf_encoder::compress(data),
-            Compression::Zstd { level } => zstd::bulk::compress(data, *level).ok(),
+            Compression::Zstd { level } => zstd_compress(data, *level),
             Compression::Lz4 { hc_level } => lz4_compress(data, *hc_level),
         };
         compressed.map_or(Cow::Borrowed(data), Cow::Owned)
@@ -109,9 +110,35 @@ fn lzf_decompress(stored: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
+// zstd's contexts live with the worker: creating them costs more than
+// compressing a typical session.
+thread_local! {
+    static ZSTD_COMPRESSOR: RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> =
+        const { RefCell::new(None) };
+    static ZSTD_DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { RefCell::new(None) };
+}
+
+fn zstd_compress(data: &[u8], level: i32) -> Option<Vec<u8>> {
+    ZSTD_COMPRESSOR.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.as_ref().is_none_or(|(current, _)| *current != level) {
+            *cell = Some((level, zstd::bulk::Compressor::new(level).ok()?));
+        }
+        let (_, compressor) = cell.as_mut()?;
+        compressor.compress(data).ok()
+    })
+}
+
 fn zstd_decompress(stored: &[u8]) -> Option<Vec<u8>> {
     let size = zstd_content_size(stored)?;
-    let data = zstd::bulk::decompress(stored, size).ok()?;
+    let data = ZSTD_DECOMPRESSOR.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if cell.is_none() {
+            *cell = Some(zstd::bulk::Decompressor::new().ok()?);
+        }
+        cell.as_mut()?.decompress(stored, size).ok()
+    })?;
     (data.len() == size).then_some(data)
 }
 
