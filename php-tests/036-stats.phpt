@@ -5,8 +5,8 @@ rediscluster_session_stats() counts locks, waits, failures, refused writes, rele
 require __DIR__ . '/inc/setup.php';
 $sid = 'stats' . bin2hex(random_bytes(8));
 $busy = 'statsbusy' . bin2hex(random_bytes(8));
-// Holders keep $sid for 0.6 s and $busy for 3 s while the child below runs.
-$holders = [rcs_spawn(rcs_holder_code($sid, 0.6), rcs_locking()), rcs_spawn(rcs_holder_code($busy, 3), rcs_locking())];
+// Holders keep $sid for 1.2 s and $busy for 5 s while the child below runs.
+$holders = [rcs_spawn(rcs_holder_code($sid, 1.2), rcs_locking()), rcs_spawn(rcs_holder_code($busy, 5), rcs_locking())];
 rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($sid)) + rcs_cmd('EXISTS', rcs_lock_key($busy)) === 2);
 $dead = 'seed[]=127.0.0.1:1&timeout=0.2&read_timeout=0.2';
 
@@ -16,8 +16,9 @@ echo rcs_php(<<<PHP
     foreach (\$keys as \$k) echo "\$k=", json_encode(\$s[\$k]), " ";
     echo "\\n";
 };
-// Waits about 0.6 s for the holder: one wait, one notice.
+// Waits up to 1.2 s for the holder: one wait, one notice.
 ini_set('rediscluster_session.lock_wait_notice_ms', '200');
+ini_set('redis.session.lock_retries', '500');
 session_id('$sid');
 ob_start();
 session_start();
