@@ -215,13 +215,15 @@ mod tests {
     }
 
     proptest! {
-        /// The `lzf` crate (a port of liblzf) is the reference wherever it
-        /// does not give up, and decodes everything.
+        /// The `lzf` crate (a port of liblzf) is the reference where its
+        /// output buffer (the input's length) has room to spare: near that
+        /// limit it gives up, or indexes past its buffer and panics. It
+        /// decodes everything.
         #[test]
         fn fuzz_lzf_output_is_liblzf_output(data in prop_oneof![data(), vec(any::<u8>(), 0..2000)]) {
             let ours = compress(&data).unwrap();
-            if let Ok(reference) = lzf::compress(&data) {
-                prop_assert_eq!(&ours, &reference);
+            if ours.len() + 8 < data.len() {
+                prop_assert_eq!(&ours, &lzf::compress(&data).unwrap());
             }
             if !data.is_empty() {
                 prop_assert_eq!(lzf::decompress(&ours, data.len()).unwrap(), data);
