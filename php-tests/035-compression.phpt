@@ -74,6 +74,25 @@ session_write_close();
 var_dump(\$c->get(rcs_prefix() . 'cmpunknown'));
 PHP, rcs_locking(), [...PHPREDIS, rcs_ext()]);
 
+// lazy_write with unchanged data rewrites a key that vanished meanwhile, compressed too (locking off and on).
+foreach (['0', '1'] as $locking) {
+    echo rcs_php(<<<PHP
+    \$c = new RedisCluster(null, $seeds);
+    \$c->setOption(RedisCluster::OPT_COMPRESSION, RedisCluster::COMPRESSION_LZ4);
+    \$c->setOption(RedisCluster::OPT_COMPRESSION_LEVEL, 3);
+    \$key = rcs_prefix() . 'cmplazy$locking';
+    \$c->set(\$key, 'kept|s:9:"unchanged";');
+    session_id('cmplazy$locking');
+    session_start();
+    \$c->del(\$key);
+    session_write_close();
+    \$compressed = \$c->_compress('kept|s:9:"unchanged";');
+    echo "lazy_write rewrite, locking $locking: ", \$c->get(\$key);
+    \$c->setOption(RedisCluster::OPT_COMPRESSION, RedisCluster::COMPRESSION_NONE);
+    echo \$c->get(\$key) === \$compressed ? ", stored compressed" : ", STORED PLAIN", "\\n";
+    PHP, ['redis.session.compression' => 'lz4', 'redis.session.locking_enabled' => $locking], [...PHPREDIS, rcs_ext()]);
+}
+
 // Compressed data through the lock queue: a hand-over pushes the stored bytes to the waiter.
 $sid = 'cmpqueue' . bin2hex(random_bytes(8));
 $worker = "for (\$i = 0; \$i < 50; \$i++) { session_id('$sid'); session_start();"
@@ -104,5 +123,7 @@ lz4 legacy: legacy
 Notice: session_start(): redis.session.compression is outside of valid values, disabling in %s on line %d
 bool(true)
 string(6) "x|i:1;"
+lazy_write rewrite, locking 0: kept|s:9:"unchanged";, stored compressed
+lazy_write rewrite, locking 1: kept|s:9:"unchanged";, stored compressed
 waited for a hand-over: yes
 4 x 50 increments, zstd, read by phpredis: 200

@@ -178,13 +178,14 @@ impl<S: SessionStore> SessionHandler<S> {
             return Ok(());
         }
         let compression = self.settings.compression;
-        let data = &compression.compress(data);
-        if self.save_locked(Save::Touch, &key, data)?.is_some() {
+        if self.lock.is_some() {
+            self.save_locked(Save::Touch, &key, &compression.compress(data))?;
             return Ok(());
         }
         let ttl = self.settings.session_ttl;
+        // Compressed only when the key is gone: usually the TTL is all that changes.
         if !self.store.expire(&key, ttl)? && self.settings.lock.is_none() {
-            self.store.set(&key, data, ttl)?;
+            self.store.set(&key, &compression.compress(data), ttl)?;
         }
         Ok(())
     }
