@@ -3,9 +3,9 @@ Hand-over: a release wakes the longest waiter at once (first come, first served)
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';
-// Each wait may last 2 s (1 s after the read_timeout/2 cap): only a hand-over is prompt.
+// Each wait may last 10 s (blocked in pieces of 1 s): only a hand-over is prompt.
 $ini = rcs_locking(['redis.session.lock_wait_time' => '2000000', 'redis.session.lock_retries' => '5']);
-$queued = fn(string $sid, int $n) => rcs_wait_until(fn() => rcs_cmd('ZCARD', rcs_lock_key($sid) . '_QUEUE') === $n);
+$queued = fn(string $sid, int $n) => rcs_wait_until(fn() => rcs_cmd('ZCARD', rcs_lock_key($sid) . '_FIFO') === $n);
 $holder = fn(string $sid, float $hold) => rcs_spawn("session_id('$sid'); session_start(); usleep(" . (int)($hold * 1e6) . ");"
     . " \$_SESSION['order'][] = 'holder'; echo 'released ', microtime(true), \"\\n\"; session_write_close();", $ini);
 $waiter = fn(string $sid, string $name) => rcs_spawn("session_id('$sid'); var_dump(session_start());"

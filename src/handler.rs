@@ -13,7 +13,7 @@ use crate::lock::{self, Acquired, HeldLock, Save};
 use crate::save_path;
 use crate::settings::Settings;
 use crate::stats;
-use crate::store::{ClusterStore, SessionStore};
+use crate::store::{ClusterStore, LockStore, SessionStore};
 
 /// How many fresh ids `create_sid` tries in strict mode before giving up.
 const SID_ATTEMPTS: usize = 3;
@@ -59,7 +59,7 @@ impl SessionHandler<ClusterStore> {
     }
 }
 
-impl<S: SessionStore> SessionHandler<S> {
+impl<S: SessionStore + LockStore> SessionHandler<S> {
     pub fn with_store(store: S, prefix: Vec<u8>, settings: Settings) -> Self {
         SessionHandler {
             store,
@@ -92,11 +92,9 @@ impl<S: SessionStore> SessionHandler<S> {
         let refresh = settings.early_refresh.then_some(settings.session_ttl);
         let data = match &settings.lock {
             Some(lock_settings) if self.lock.is_none() => {
-                let lock_key = keys::lock_key(&key)?;
                 let (acquired, waited) = lock::acquire_and_read(
                     &mut self.store,
-                    &key,
-                    &lock_key,
+                    keys::LockKeys::new(&key)?,
                     lock_settings,
                     refresh,
                 )?;
@@ -156,14 +154,14 @@ impl<S: SessionStore> SessionHandler<S> {
     }
 
     /// Saves under our lock and releases it in the same call: `None` when no
-    /// lock is held, else whether it was still ours. Either way close has
-    /// nothing left to release; after a transport error it still does.
+    /// lock on `key` is held, else whether it was still ours. Either way close
+    /// has nothing left to release; after a transport error it still does.
     fn save_locked(&mut self, save: Save, key: &[u8], data: &[u8]) -> Result<Option<bool>> {
-        let Some(held) = &self.lock else {
+        let Some(held) = self.lock.as_ref().filter(|held| held.keys.data == key) else {
             return Ok(None);
         };
         let (ttl, ack) = (self.settings.session_ttl, self.settings.replica_ack);
-        let ours = lock::save_and_release(&mut self.store, save, key, held, data, ttl, ack)?;
+        let ours = lock::save_and_release(&mut self.store, save, held, data, ttl, ack)?;
         self.lock = None;
         Ok(Some(ours))
     }
@@ -217,9 +215,9 @@ impl<S: SessionStore> SessionHandler<S> {
     /// Deletes the session, and releases our lock in the same call.
     pub fn destroy(&mut self, sid: &[u8]) -> Result<()> {
         let key = self.key(sid)?;
-        match &self.lock {
+        match self.lock.as_ref().filter(|held| held.keys.data == key) {
             Some(held) => {
-                lock::destroy_and_release(&mut self.store, &key, held)?;
+                lock::destroy_and_release(&mut self.store, held)?;
                 self.lock = None;
                 Ok(())
             }

@@ -63,6 +63,39 @@ pub fn lock_key(session_key: &[u8]) -> Result<Vec<u8>, KeyError> {
     Ok([b"{", session_key, b"}", LOCK_SUFFIX].concat())
 }
 
+/// Every key of one session's lock. All of them carry the lock key's hash
+/// tag, so they share the data key's slot, and every script is handed the
+/// ones it touches in `KEYS`: no script builds a key name.
+#[derive(Clone)]
+pub struct LockKeys {
+    pub data: Vec<u8>,
+    /// `{prefix.sid}_LOCK`: the holder's secret, with the holder's lock TTL.
+    pub lock: Vec<u8>,
+    /// `<lock>_FIFO`: waiters in order of arrival (sorted set of secrets).
+    pub queue: Vec<u8>,
+    /// `<lock>_WAITERS`: each waiter's terms (hash of secret to "lock ms,
+    /// data TTL s, deadline ms", or "handed" while the lock is on its way).
+    pub waiters: Vec<u8>,
+}
+
+impl LockKeys {
+    pub fn new(data_key: &[u8]) -> Result<Self, KeyError> {
+        let lock = lock_key(data_key)?;
+        Ok(LockKeys {
+            data: data_key.to_vec(),
+            queue: [&lock[..], b"_FIFO"].concat(),
+            waiters: [&lock[..], b"_WAITERS"].concat(),
+            lock,
+        })
+    }
+
+    /// `<lock>_WAKE_<secret>`: the list one waiter blocks on; a hand-over
+    /// pushes the session data there.
+    pub fn wake(&self, secret: &str) -> Vec<u8> {
+        [&self.lock[..], b"_WAKE_", secret.as_bytes()].concat()
+    }
+}
+
 /// The bytes Redis hashes for a key with a hash tag: between the first `{`
 /// and the first `}` after it, if that is non-empty (Redis `keyHashSlot`).
 pub fn hash_tag(key: &[u8]) -> Option<&[u8]> {
@@ -126,6 +159,18 @@ mod tests {
         ] {
             assert_eq!(hash_slot(&lock_key(key).unwrap()), hash_slot(key));
         }
+    }
+
+    #[test]
+    fn every_lock_key_shares_the_data_key_slot() {
+        for data_key in [&b"P:abc"[..], b"t:{tenant}:abc"] {
+            let keys = LockKeys::new(data_key).unwrap();
+            let slot = hash_slot(data_key);
+            for key in [&keys.lock, &keys.queue, &keys.waiters, &keys.wake("00ff")] {
+                assert_eq!(hash_slot(key), slot, "{:?}", String::from_utf8_lossy(key));
+            }
+        }
+        assert_eq!(LockKeys::new(b"P:abc").unwrap().queue, b"{P:abc}_LOCK_FIFO");
     }
 
     #[test]

@@ -4,17 +4,20 @@
 //! Layout: `php/` is the only unsafe code, the FFI boundary with PHP's session
 //! API. Everything else is a safe core that knows nothing of PHP:
 //! `save_path` (the save_path grammar), `settings` (INI-derived settings),
-//! `keys` (data key, lock key, hash slots), `lock` (the lock protocol and
-//! its Lua scripts), `compression` (phpredis's compressed formats), `handler`
-//! (one method per session hook), `store` (the storage interface and its
-//! cluster client) and `stats` (the counters behind
-//! `rediscluster_session_stats()`).
+//! `keys` (data key, lock keys, hash slots), `lock` (the lock protocol and
+//! its Lua scripts), `script` (running a Lua script), `compression`
+//! (phpredis's compressed formats), `handler` (one method per session hook),
+//! `store` (the storage interfaces and their cluster implementation),
+//! `cluster` (slot map, connections, redirects and retries) and `stats` (the
+//! counters behind `rediscluster_session_stats()`).
 
+pub mod cluster;
 pub mod compression;
 pub mod handler;
 pub mod keys;
 pub mod lock;
 pub mod save_path;
+pub mod script;
 pub mod settings;
 pub mod stats;
 pub mod store;

@@ -1,100 +1,40 @@
 //! The session lock protocol on a cluster.
 //!
-//! The lock key lives on the data key's slot (see [`crate::keys::lock_key`]),
-//! so every step is atomic on the slot's primary:
+//! Every key of a session's lock shares the data key's slot (see
+//! [`LockKeys`]), and every script receives in `KEYS` each key it touches: no
+//! script builds a key name, so the scripts run during a slot migration and
+//! behind proxies that route by declared keys.
+//!
 //! - read = acquire + read in one Lua call: the data returned is always the
-//!   one read under the lock; a busy lock queues for a hand-over instead;
-//! - write = check-and-write (+ release) in Lua: nothing is stored unless the
-//!   lock still holds our secret, closing phpredis's GET-then-SETEX race;
-//! - update_timestamp = refresh TTL (+ rewrite if gone) + release;
-//! - destroy = delete + release.
+//!   one read under the lock. A busy lock puts the caller in the session's
+//!   queue (first come, first served) and it blocks on its own wake list.
+//! - write = check-and-write + release in one Lua call: nothing is stored
+//!   unless the lock still holds our secret.
+//! - Release hands the lock to the longest waiter still waiting: the lock
+//!   gets that waiter's secret and TTL at once, and a second call
+//!   ([`HAND_OVER`]) pushes the session data onto its wake list, whose name
+//!   only the releasing client can declare. The waiter's BLPOP returns the
+//!   data, so taking over costs it no further round trip.
 //!
-//! Every release hands the lock straight to the longest waiter, which blocks
-//! on its own wake list instead of polling.
+//! A locked session that changed costs 2 round trips (acquire+read,
+//! write+release); with someone waiting, the releaser makes one more (the
+//! push) and the waiter one more (its BLPOP).
 //!
-//! A locked session that changed costs 2 round trips: acquire+read and
-//! write+release. Each acquisition has a fresh 16-byte random secret; an
-//! acquire that is retried after its reply was lost recognises its own secret.
+//! Every call is safe to repeat after a lost reply or a cluster redirect:
+//! each acquisition has a fresh random secret that the scripts recognise.
+//! A script stops halfway only on a server fault (OOM, a node dying); what
+//! it wrote by then is repeated or recognised by the next call, as each
+//! script's comment says.
 
-use std::sync::OnceLock;
-use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
-use redis::Value;
+use anyhow::{Result, anyhow, bail};
 
+use crate::keys::LockKeys;
+use crate::script::LuaScript;
 use crate::settings::{LockSettings, ReleaseCommand, ReplicaAck};
 use crate::stats;
-use crate::store::{SessionStore, whole_seconds};
-
-/// A Lua script with its SHA1, for EVALSHA with an EVAL fallback.
-pub struct LuaScript {
-    source: &'static str,
-    sha1: OnceLock<String>,
-}
-
-impl LuaScript {
-    const fn new(source: &'static str) -> Self {
-        LuaScript {
-            source,
-            sha1: OnceLock::new(),
-        }
-    }
-
-    pub fn source(&self) -> &'static str {
-        self.source
-    }
-
-    pub fn sha1(&self) -> &str {
-        self.sha1
-            .get_or_init(|| redis::Script::new(self.source).get_hash().to_owned())
-    }
-}
-
-/// Lua shared by every script that releases a lock (KEYS: data, lock;
-/// ARGV[1]: secret). Waiters queue in `<lock>_QUEUE` (a sorted set by arrival);
-/// each keeps `<lock>_WAIT_<secret>` ("<lock ms> <refresh s>") alive while it
-/// blocks on its list `<lock>_WAKE_<secret>`. Release hands the lock to the
-/// longest-waiting live waiter (first come, first served): the lock gets the
-/// waiter's secret and TTL, and its list gets the session data ("1" + data, or
-/// "0" for none) and the time in ms. The waiter's BLPOP returns the data, so
-/// taking over costs it no further round trip; the time stays behind so a
-/// hand-over nobody took can be recognised (see ACQUIRE_AND_READ). With
-/// nobody waiting, release deletes the lock.
-macro_rules! release_lua {
-    () => {
-        concat!(
-            now_ms_lua!(),
-            r"local function release(data_key, lock, secret)
-  local queue = lock .. '_QUEUE'
-  redis.call('DEL', lock .. '_WAKE_' .. secret)
-  while true do
-    local waiter = redis.call('ZRANGE', queue, 0, 0)[1]
-    if not waiter then break end
-    redis.call('ZREM', queue, waiter)
-    local waiting = lock .. '_WAIT_' .. waiter
-    local lock_ms, refresh = string.match(redis.call('GET', waiting) or '', '^(%d+) (%d+)$')
-    if lock_ms then
-      redis.call('DEL', waiting)
-      redis.call('SET', lock, waiter, 'PX', lock_ms)
-      local data
-      if refresh ~= '0' then
-        data = redis.call('GETEX', data_key, 'EX', refresh)
-      else
-        data = redis.call('GET', data_key)
-      end
-      local wake = lock .. '_WAKE_' .. waiter
-      redis.call('RPUSH', wake, data and ('1' .. data) or '0', string.format('%d', now_ms()))
-      redis.call('PEXPIRE', wake, lock_ms)
-      return
-    end
-  end
-  redis.call('DEL', lock)
-end
-"
-        )
-    };
-}
+use crate::store::{LockStore, Reply, whole_seconds};
 
 /// The server's clock in ms, the one clock every client's steps are timed by.
 macro_rules! now_ms_lua {
@@ -107,112 +47,201 @@ end
     };
 }
 
-/// How long a waiter has to take a lock handed to it before the next one may
-/// take it over: it only has to be scheduled, so this passing means it died.
-const HAND_OVER_TIMEOUT_MS: &str = "1000";
+/// Lua shared by every script that releases a lock. KEYS: data, lock, queue,
+/// waiters (as [`LockKeys`]). Gives the lock to the longest waiter whose
+/// deadline has not passed, with that waiter's own lock TTL, and marks the
+/// waiter "handed" so that one [`HAND_OVER`] pushes it the data; drops
+/// waiters that are gone. With nobody waiting it deletes the lock. Returns
+/// {new owner, its data TTL s, its lock TTL ms}, or an empty table.
+/// Stopping halfway leaves either the lock with its old owner (a repeat
+/// hands over) or with the new one (the new owner's own acquire finds it).
+macro_rules! hand_over_lua {
+    () => {
+        concat!(
+            now_ms_lua!(),
+            r"local function hand_over(lock, queue, waiters)
+  local now
+  while true do
+    local head = redis.call('ZRANGE', queue, 0, 0)[1]
+    if not head then break end
+    redis.call('ZREM', queue, head)
+    now = now or now_ms()
+    local lock_ms, refresh, deadline =
+      string.match(redis.call('HGET', waiters, head) or '', '^(%d+) (%d+) (%d+)$')
+    if lock_ms and tonumber(deadline) >= now then
+      redis.call('HSET', waiters, head, 'handed')
+      redis.call('SET', lock, head, 'PX', lock_ms)
+      return {head, refresh, lock_ms}
+    end
+    redis.call('HDEL', waiters, head)
+  end
+  redis.call('DEL', lock)
+  return {}
+end
+local function released(ours, handed)
+  return {ours, handed[1], handed[2], handed[3]}
+end
+"
+        )
+    };
+}
 
-/// KEYS: data, lock. ARGV: secret, lock TTL ms, data TTL s (0: plain GET),
-/// "1" to read the data even when the lock is busy (read-only fallback),
-/// how long the caller will wait in ms (0: it will not wait, leave the queue),
-/// the hand-over timeout in ms.
-/// Returns {1, data} when the lock is ours (taken, taken over from a waiter
-/// that died, or ours already: a retried call, or a hand-over that came after
-/// our wait ended); {0, data-or-nil, wake-list-or-nil} when busy.
+/// How long a waiter has to take a lock handed to it before the next one may
+/// take it over: a live waiter is blocked already or between two calls, so
+/// this passing means it died. Also the longest single BLPOP, so that
+/// waiters look for such a dead hand-over at least this often.
+const HAND_OVER_TIMEOUT: Duration = Duration::from_millis(1000);
+
+/// KEYS: data, lock, queue, waiters, the caller's wake list, the wake list of
+/// the owner it suspects of a dead hand-over (or its own again).
+/// Returns {1, data} when the lock is ours, {0, data-or-false, owner} when
+/// busy. Repeats are safe: a lock that already holds our secret is ours (a
+/// lost reply, or a hand-over that came after our wait ended), and queueing
+/// again keeps our place.
 static ACQUIRE_AND_READ: LuaScript = LuaScript::new(concat!(
     now_ms_lua!(),
-    r"local lock, secret = KEYS[2], ARGV[1]
-local queue, waiting = lock .. '_QUEUE', lock .. '_WAIT_' .. secret
+    r"local data_key, lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local own_wake, suspect_wake = KEYS[5], KEYS[6]
+local secret, lock_ms, refresh = ARGV[1], ARGV[2], ARGV[3]
+local read_if_busy, wait_ms, hand_over_ms = ARGV[4] == '1', tonumber(ARGV[5]), tonumber(ARGV[6])
+local suspect, queued = ARGV[7], ARGV[8] == '1'
 local owner = redis.call('GET', lock)
-if owner and owner ~= secret then
-  local handed = lock .. '_WAKE_' .. owner
-  if redis.call('LLEN', handed) == 2
-      and now_ms() - tonumber(redis.call('LINDEX', handed, 1)) > tonumber(ARGV[6]) then
-    redis.call('DEL', handed)
+-- A hand-over whose data still lies in the new owner's list after
+-- hand_over_ms was never taken: that waiter died, the lock is free.
+if owner and owner ~= secret and owner == suspect then
+  local pushed = redis.call('LINDEX', suspect_wake, 0)
+  local at = pushed and tonumber(string.match(pushed, '^H(%d+):'))
+  if at and now_ms() - at > hand_over_ms then
+    redis.call('DEL', suspect_wake)
     owner = false
   end
 end
-if owner == secret then
-  redis.call('PEXPIRE', lock, ARGV[2])
-  redis.call('DEL', lock .. '_WAKE_' .. secret)
-elseif owner then
-  local wake = false
-  if ARGV[5] == '0' then
-    redis.call('ZREM', queue, secret)
-    redis.call('DEL', waiting)
-  else
-    local now = redis.call('TIME')
-    redis.call('ZADD', queue, 'NX', now[1] .. string.format('%06d', now[2]), secret)
-    redis.call('PEXPIRE', queue, ARGV[5] + 2000)
-    redis.call('SET', waiting, ARGV[2] .. ' ' .. ARGV[3], 'PX', ARGV[5] + 1000)
-    wake = lock .. '_WAKE_' .. secret
+local function leave_queue()
+  redis.call('ZREM', queue, secret)
+  redis.call('HDEL', waiters, secret)
+end
+if not owner or owner == secret then
+  -- Ours. Leaving the queue also clears 'handed', so no push follows; a
+  -- push that came already is dropped with the list.
+  redis.call('SET', lock, secret, 'PX', lock_ms)
+  if queued then
+    leave_queue()
+    redis.call('DEL', own_wake)
   end
-  local data = false
-  if ARGV[4] == '1' then data = redis.call('GET', KEYS[1]) end
-  return {0, data, wake}
+  if refresh ~= '0' then return {1, redis.call('GETEX', data_key, 'EX', refresh)} end
+  return {1, redis.call('GET', data_key)}
+end
+if wait_ms > 0 then
+  -- Queue by arrival (NX keeps our place across attempts) with our terms
+  -- and how long we are sure to be waiting. Both keys expire on their own
+  -- once every waiter is gone, and no waiter shortens another's expiry.
+  local time = redis.call('TIME')
+  local now = time[1] * 1000 + math.floor(time[2] / 1000)
+  redis.call('ZADD', queue, 'NX', time[1] .. string.format('%06d', time[2]), secret)
+  redis.call('HSET', waiters, secret,
+    lock_ms .. ' ' .. refresh .. ' ' .. string.format('%d', now + wait_ms + hand_over_ms))
+  local expiry = wait_ms + 2 * hand_over_ms
+  for _, key in ipairs({queue, waiters}) do
+    redis.call('PEXPIRE', key, expiry, 'NX')
+    redis.call('PEXPIRE', key, expiry, 'GT')
+  end
+elseif queued then
+  leave_queue()
+end
+local data = false
+if read_if_busy then data = redis.call('GET', data_key) end
+return {0, data, owner}"
+));
+
+/// KEYS: data, lock, waiters, the new owner's wake list. ARGV: the new
+/// owner's secret, data TTL s, lock TTL ms. Pushes the data to a waiter the
+/// lock was handed to, only while it is "handed": a waiter that took the lock
+/// by itself cleared that, and a repeat finds it cleared too.
+static HAND_OVER: LuaScript = LuaScript::new(concat!(
+    now_ms_lua!(),
+    r"local data_key, lock, waiters, wake = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local owner, refresh, lock_ms = ARGV[1], ARGV[2], ARGV[3]
+if redis.call('GET', lock) ~= owner or redis.call('HGET', waiters, owner) ~= 'handed' then
+  return 0
+end
+redis.call('HDEL', waiters, owner)
+local data
+if refresh ~= '0' then
+  data = redis.call('GETEX', data_key, 'EX', refresh)
 else
-  redis.call('SET', lock, secret, 'PX', ARGV[2])
-  if redis.call('ZREM', queue, secret) == 1 then redis.call('DEL', waiting) end
+  data = redis.call('GET', data_key)
 end
-if tonumber(ARGV[3]) > 0 then
-  return {1, redis.call('GETEX', KEYS[1], 'EX', ARGV[3])}
-end
-return {1, redis.call('GET', KEYS[1])}"
+-- 'H' + the time, so that a hand-over nobody takes can be recognised.
+redis.call('RPUSH', wake, 'H' .. string.format('%d', now_ms()) .. ':' .. (data and ('1' .. data) or '0'))
+redis.call('PEXPIRE', wake, lock_ms)
+return 1"
 ));
 
-/// KEYS: data, lock. ARGV: secret, data, data TTL s. Stores and releases only
-/// while the lock holds the secret; returns 1 if it did, 0 if the lock was
-/// lost. A repeat after a lost reply finds the lock gone and its own data
-/// stored, and counts that as done.
+/// KEYS: data, lock, queue, waiters. ARGV: secret, data, data TTL s. Stores
+/// and releases only while the lock holds the secret: {1, hand-over...} if it
+/// did, {0} if the lock was lost. A repeat after a lost reply finds the lock
+/// gone or handed on and its own data stored, and counts that as done.
 static WRITE_AND_RELEASE: LuaScript = LuaScript::new(concat!(
-    release_lua!(),
-    r"if redis.call('GET', KEYS[2]) ~= ARGV[1] then
-  if redis.call('GET', KEYS[1]) == ARGV[2] then return 1 end
-  return 0
+    hand_over_lua!(),
+    r"local data_key, lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local secret, data, ttl = ARGV[1], ARGV[2], ARGV[3]
+if redis.call('GET', lock) ~= secret then
+  if redis.call('GET', data_key) == data then return {1} end
+  return {0}
 end
-redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
-release(KEYS[1], KEYS[2], ARGV[1])
-return 1"
+redis.call('SET', data_key, data, 'EX', ttl)
+return released(1, hand_over(lock, queue, waiters))"
 ));
 
-/// KEYS: data, lock. ARGV: secret, data, data TTL s. Refreshes the TTL (allowed
-/// without the lock, as in phpredis); rewrites a vanished key and releases the
-/// lock only while it holds the secret. Returns 1 if the lock was ours.
+/// KEYS: data, lock, queue, waiters. ARGV: secret, data, data TTL s.
+/// Refreshes the TTL (allowed without the lock, as in phpredis); rewrites a
+/// vanished key and releases the lock only while it holds the secret.
 static TOUCH_AND_RELEASE: LuaScript = LuaScript::new(concat!(
-    release_lua!(),
-    r"local held = redis.call('GET', KEYS[2]) == ARGV[1]
-if redis.call('EXPIRE', KEYS[1], ARGV[3]) == 0 and held then
-  redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+    hand_over_lua!(),
+    r"local data_key, lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local secret, data, ttl = ARGV[1], ARGV[2], ARGV[3]
+local held = redis.call('GET', lock) == secret
+if redis.call('EXPIRE', data_key, ttl) == 0 and held then
+  redis.call('SET', data_key, data, 'EX', ttl)
 end
-if held then release(KEYS[1], KEYS[2], ARGV[1]) return 1 end
-return 0"
+if held then return released(1, hand_over(lock, queue, waiters)) end
+return {0}"
 ));
 
-/// KEYS: data, lock. ARGV: secret. Deletes the data; releases the lock if ours.
+/// KEYS: data, lock, queue, waiters. ARGV: secret. Deletes the data while the
+/// lock is ours or absent, and releases it if ours. A repeat after the lock
+/// went on to another holder leaves that holder's data alone.
 static DESTROY_AND_RELEASE: LuaScript = LuaScript::new(concat!(
-    release_lua!(),
-    r"redis.call('DEL', KEYS[1])
-if redis.call('GET', KEYS[2]) == ARGV[1] then release(KEYS[1], KEYS[2], ARGV[1]) end
-return 1"
+    hand_over_lua!(),
+    r"local data_key, lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local secret = ARGV[1]
+local owner = redis.call('GET', lock)
+if owner and owner ~= secret then return {0} end
+redis.call('DEL', data_key)
+if owner then return released(1, hand_over(lock, queue, waiters)) end
+return {1}"
 ));
 
-/// KEYS: data, lock. ARGV: secret. Releases the lock if ours (1), else only
-/// leaves the queue (0): after a failed wait it may be either.
+/// KEYS: data, lock, queue, waiters. ARGV: secret. Releases the lock if ours
+/// ({1, ...}); else leaves the queue, where a failed wait may have left us,
+/// and hands on a lock that was released without a hand-over (DELEX,
+/// DELIFEQ, an older release of this extension) while others wait ({0, ...}).
 static RELEASE: LuaScript = LuaScript::new(concat!(
-    release_lua!(),
-    r"if redis.call('GET', KEYS[2]) ~= ARGV[1] then
-  redis.call('ZREM', KEYS[2] .. '_QUEUE', ARGV[1])
-  redis.call('DEL', KEYS[2] .. '_WAIT_' .. ARGV[1])
-  return 0
-end
-release(KEYS[1], KEYS[2], ARGV[1])
-return 1"
+    hand_over_lua!(),
+    r"local lock, queue, waiters = KEYS[2], KEYS[3], KEYS[4]
+local secret = ARGV[1]
+local owner = redis.call('GET', lock)
+if owner == secret then return released(1, hand_over(lock, queue, waiters)) end
+redis.call('ZREM', queue, secret)
+redis.call('HDEL', waiters, secret)
+if not owner then return released(0, hand_over(lock, queue, waiters)) end
+return {0}"
 ));
 
-/// A lock this process holds: the key, the secret that proves it, and how to
-/// release it. No `Debug`: the secret must never be printed.
+/// A lock this process holds: its keys, the secret that proves it, and how
+/// to release it. No `Debug`: the secret must never be printed.
 pub struct HeldLock {
-    data_key: Vec<u8>,
-    pub lock_key: Vec<u8>,
+    pub keys: LockKeys,
     secret: String,
     release: ReleaseCommand,
 }
@@ -228,7 +257,7 @@ pub enum Acquired {
 fn new_secret() -> Result<String> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes)
-        .map_err(|err| anyhow::anyhow!("no OS randomness for the lock secret: {err}"))?;
+        .map_err(|err| anyhow!("no OS randomness for the lock secret: {err}"))?;
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut secret = String::with_capacity(32);
     for byte in bytes {
@@ -244,140 +273,212 @@ fn millis(duration: Duration) -> u64 {
         .max(1)
 }
 
-/// Takes the lock and reads the data, retrying while it is busy: at most
-/// `retries` more attempts (or forever) and `retries` x `wait` in all. Between
-/// attempts it waits up to `wait` for the holder to hand the lock over; waits
-/// shorter than 1 ms sleep instead of queueing. Also returns how long it
+/// One acquisition in progress: the secret it will hold the lock with, and
+/// what it learnt while waiting.
+pub(crate) struct Acquisition {
+    held: HeldLock,
+    lock_ms: String,
+    refresh_s: String,
+    own_wake: Vec<u8>,
+    /// In the queue since an earlier attempt.
+    queued: bool,
+    /// The owner seen last time, whose hand-over may never have been taken.
+    suspect: Option<String>,
+}
+
+/// What one attempt found.
+pub(crate) enum Attempt {
+    Locked(Option<Vec<u8>>),
+    Busy(Option<Vec<u8>>),
+}
+
+impl Acquisition {
+    pub(crate) fn new(
+        keys: LockKeys,
+        lock: &LockSettings,
+        refresh: Option<Duration>,
+    ) -> Result<Self> {
+        let secret = new_secret()?;
+        Ok(Acquisition {
+            own_wake: keys.wake(&secret),
+            held: HeldLock {
+                keys,
+                secret,
+                release: lock.release,
+            },
+            lock_ms: millis(lock.ttl).to_string(),
+            refresh_s: refresh.map_or(0, whole_seconds).to_string(),
+            queued: false,
+            suspect: None,
+        })
+    }
+
+    /// Takes the lock if it is free (or ours already). If busy, queues to
+    /// wait `wait` more (zero: leave the queue) and reads the data only when
+    /// `read_if_busy`.
+    pub(crate) fn attempt(
+        &mut self,
+        store: &mut impl LockStore,
+        wait: Duration,
+        read_if_busy: bool,
+    ) -> Result<Attempt> {
+        let suspect_wake = match &self.suspect {
+            Some(owner) => self.held.keys.wake(owner),
+            None => self.own_wake.clone(),
+        };
+        let wait_ms = if wait.is_zero() { 0 } else { millis(wait) }.to_string();
+        let hand_over_ms = millis(HAND_OVER_TIMEOUT).to_string();
+        let keys = &self.held.keys;
+        let reply = store.eval(
+            &ACQUIRE_AND_READ,
+            &[
+                &keys.data,
+                &keys.lock,
+                &keys.queue,
+                &keys.waiters,
+                &self.own_wake,
+                &suspect_wake,
+            ],
+            &[
+                self.held.secret.as_bytes(),
+                self.lock_ms.as_bytes(),
+                self.refresh_s.as_bytes(),
+                if read_if_busy { b"1" } else { b"0" },
+                wait_ms.as_bytes(),
+                hand_over_ms.as_bytes(),
+                self.suspect.as_deref().unwrap_or("").as_bytes(),
+                if self.queued { b"1" } else { b"0" },
+            ],
+        )?;
+        let mut items = match reply {
+            Reply::Array(items) => items.into_iter(),
+            other => bail!("unexpected {} reply to the lock script", other.kind()),
+        };
+        let locked = items.next() == Some(Reply::Int(1));
+        let data = optional_bytes(items.next())?;
+        if locked {
+            self.queued = false;
+            return Ok(Attempt::Locked(data));
+        }
+        self.queued = !wait.is_zero();
+        self.suspect =
+            optional_bytes(items.next())?.map(|owner| String::from_utf8_lossy(&owner).into_owned());
+        Ok(Attempt::Busy(data))
+    }
+
+    /// Blocks up to `timeout` for the lock to be handed to us: the data if it
+    /// was.
+    pub(crate) fn wait_for_hand_over(
+        &mut self,
+        store: &mut impl LockStore,
+        timeout: Duration,
+    ) -> Result<Option<Option<Vec<u8>>>> {
+        match store.pop_wait(&self.own_wake, timeout)? {
+            Some(pushed) => {
+                self.queued = false;
+                Ok(Some(handed_over_data(pushed)?))
+            }
+            None => Ok(None),
+        }
+    }
+
+    pub(crate) fn into_held(self) -> HeldLock {
+        self.held
+    }
+}
+
+/// Takes the lock and reads the data, waiting while it is busy for at most
+/// `lock_retries` × `lock_wait_time` in all (or forever), by the wall clock.
+/// A waiter blocks on its own list for the whole wait, in pieces of at most
+/// [`HAND_OVER_TIMEOUT`]; between pieces it checks for a hand-over that died
+/// on the way, and keeps its place in the queue. Also returns how long it
 /// waited (zero when the lock was free).
 pub fn acquire_and_read(
-    store: &mut impl SessionStore,
-    data_key: &[u8],
-    lock_key: &[u8],
+    store: &mut impl LockStore,
+    keys: LockKeys,
     lock: &LockSettings,
     refresh: Option<Duration>,
 ) -> Result<(Acquired, Duration)> {
     let started = Instant::now();
-    let mut busy_once = false;
-    let acquired = acquire_waiting(store, data_key, lock_key, lock, refresh, &mut busy_once)?;
-    let waited = if busy_once {
+    let mut acquisition = Acquisition::new(keys, lock, refresh)?;
+    let deadline = lock
+        .total_wait()
+        .and_then(|total| started.checked_add(total));
+    let mut waited = false;
+    let outcome = loop {
+        let remaining = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
+        let last = remaining.is_some_and(|remaining| remaining.is_zero());
+        let piece = remaining.map_or(HAND_OVER_TIMEOUT, |r| r.min(HAND_OVER_TIMEOUT));
+        let read_if_busy = last && lock.failure_readonly;
+        let queue_for = if last { Duration::ZERO } else { piece };
+        match acquisition.attempt(store, queue_for, read_if_busy) {
+            Ok(Attempt::Locked(data)) => break Acquired::Locked(acquisition.into_held(), data),
+            Ok(Attempt::Busy(data)) if last => break Acquired::Busy(data),
+            Ok(Attempt::Busy(_)) => waited = true,
+            Err(err) => {
+                // We may be queued, or hold a lock handed over with the reply
+                // lost: give it on rather than leave it to its TTL.
+                let _ = release(store, &acquisition.held);
+                return Err(err);
+            }
+        }
+        // No hand-over, or a reply lost on the way: the next attempt finds
+        // the lock ours if it was handed over.
+        if let Ok(Some(data)) = acquisition.wait_for_hand_over(store, piece) {
+            break Acquired::Locked(acquisition.into_held(), data);
+        }
+    };
+    let waited = if waited {
         started.elapsed()
     } else {
         Duration::ZERO
     };
-    stats::lock_attempt(matches!(acquired, Acquired::Locked(..)), waited);
-    Ok((acquired, waited))
+    stats::lock_attempt(matches!(outcome, Acquired::Locked(..)), waited);
+    Ok((outcome, waited))
 }
 
-fn acquire_waiting(
-    store: &mut impl SessionStore,
-    data_key: &[u8],
-    lock_key: &[u8],
-    lock: &LockSettings,
-    refresh: Option<Duration>,
-    busy_once: &mut bool,
-) -> Result<Acquired> {
-    let held = HeldLock {
-        data_key: data_key.to_vec(),
-        lock_key: lock_key.to_vec(),
-        secret: new_secret()?,
-        release: lock.release,
-    };
-    let lock_ms = millis(lock.ttl).to_string();
-    let refresh_s = refresh.map_or(0, whole_seconds).to_string();
-    let queue_ms = if lock.wait >= Duration::from_millis(1) {
-        millis(lock.wait)
-    } else {
-        0
-    };
-    // Server-side BLPOP timeouts run late by up to 1/hz, so the total is
-    // bounded by the clock, not by counting waits.
-    let deadline = lock.retries.map(|retries| {
-        let retries = u32::try_from(retries).unwrap_or(u32::MAX);
-        Instant::now() + lock.wait.saturating_mul(retries)
+/// The session data a hand-over pushed: "H<ms>:" then "1" + data, or "0"
+/// for no session.
+fn handed_over_data(pushed: Vec<u8>) -> Result<Option<Vec<u8>>> {
+    let body = pushed.strip_prefix(b"H").and_then(|rest| {
+        rest.iter()
+            .position(|&b| b == b':')
+            .map(|colon| &rest[colon + 1..])
     });
-    let mut attempt: u64 = 0;
-    loop {
-        let remaining = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
-        let last = lock.retries.is_some_and(|retries| attempt >= retries)
-            || remaining.is_some_and(|remaining| remaining.is_zero());
-        let read_if_busy = if last && lock.failure_readonly {
-            "1"
-        } else {
-            "0"
-        };
-        let wait_ms = if last { 0 } else { queue_ms }.to_string();
-        let reply = store.eval(
-            &ACQUIRE_AND_READ,
-            &[&held.data_key, &held.lock_key],
-            &[
-                held.secret.as_bytes(),
-                lock_ms.as_bytes(),
-                refresh_s.as_bytes(),
-                read_if_busy.as_bytes(),
-                wait_ms.as_bytes(),
-                HAND_OVER_TIMEOUT_MS.as_bytes(),
-            ],
+    match body {
+        Some([b'1', data @ ..]) => Ok(Some(data.to_vec())),
+        Some([b'0']) => Ok(None),
+        _ => bail!("unexpected hand-over in the lock queue"),
+    }
+}
+
+fn optional_bytes(item: Option<Reply>) -> Result<Option<Vec<u8>>> {
+    match item {
+        Some(Reply::Data(bytes)) => Ok(Some(bytes)),
+        Some(Reply::Nil) | None => Ok(None),
+        Some(other) => bail!("unexpected {} in the lock script reply", other.kind()),
+    }
+}
+
+/// A release script's reply: {ours, [new owner, its data TTL s, its lock TTL
+/// ms]}. Pushes the data to the new owner if the lock went to one.
+fn after_release(store: &mut impl LockStore, keys: &LockKeys, reply: Reply) -> Result<bool> {
+    let mut items = match reply {
+        Reply::Array(items) => items.into_iter(),
+        other => bail!("unexpected {} reply to the lock script", other.kind()),
+    };
+    let ours = items.next() == Some(Reply::Int(1));
+    let mut field = || optional_bytes(items.next());
+    if let (Some(owner), Some(refresh), Some(lock_ms)) = (field()?, field()?, field()?) {
+        let owner = String::from_utf8_lossy(&owner).into_owned();
+        let wake = keys.wake(&owner);
+        store.eval(
+            &HAND_OVER,
+            &[&keys.data, &keys.lock, &keys.waiters, &wake],
+            &[owner.as_bytes(), &refresh[..], &lock_ms[..]],
         )?;
-        let (locked, data, wake_key) = parse_acquire_reply(reply)?;
-        if locked {
-            return Ok(Acquired::Locked(held, data));
-        }
-        *busy_once = true;
-        if last {
-            return Ok(Acquired::Busy(data));
-        }
-        attempt += 1;
-        let wait = remaining.map_or(lock.wait, |remaining| remaining.min(lock.wait));
-        match wake_key {
-            Some(wake_key) => match store.wait_for_wake(&wake_key, wait) {
-                Ok(Some(handed_over)) => {
-                    return Ok(Acquired::Locked(held, handed_over_data(handed_over)?));
-                }
-                Ok(None) => {}
-                Err(err) => {
-                    // The lock may have been handed to us with the reply lost:
-                    // give it on rather than leave it to its TTL.
-                    let _ = release(store, &held);
-                    return Err(err);
-                }
-            },
-            None => sleep(wait),
-        }
     }
-}
-
-/// The session data a hand-over pushed: "1" + data, or "0" for no session.
-fn handed_over_data(mut element: Vec<u8>) -> Result<Option<Vec<u8>>> {
-    match element.first() {
-        Some(b'1') => {
-            element.remove(0);
-            Ok(Some(element))
-        }
-        Some(b'0') => Ok(None),
-        _ => bail!("unexpected hand-over from the lock queue"),
-    }
-}
-
-type AcquireReply = (bool, Option<Vec<u8>>, Option<Vec<u8>>);
-
-fn parse_acquire_reply(reply: Value) -> Result<AcquireReply> {
-    let Value::Array(items) = reply else {
-        bail!("unexpected reply to the lock script: {reply:?}");
-    };
-    let mut items = items.into_iter();
-    let locked = matches!(items.next(), Some(Value::Int(1)));
-    let mut bytes = || match items.next() {
-        Some(Value::BulkString(bytes)) => Ok(Some(bytes)),
-        Some(Value::Nil) | None => Ok(None),
-        Some(other) => bail!("unexpected item in the lock script reply: {other:?}"),
-    };
-    let data = bytes()?;
-    let wake_key = bytes()?;
-    Ok((locked, data, wake_key))
-}
-
-fn is_one(reply: &Value) -> bool {
-    matches!(reply, Value::Int(1))
+    Ok(ours)
 }
 
 /// How PHP saves a locked session at the end of a request.
@@ -393,9 +494,8 @@ pub enum Save {
 /// (then a write stored nothing). With `ack`, a write also waits, in the same
 /// round trip, for that many replicas, and fails if fewer have it in time.
 pub fn save_and_release(
-    store: &mut impl SessionStore,
+    store: &mut impl LockStore,
     save: Save,
-    data_key: &[u8],
     held: &HeldLock,
     data: &[u8],
     ttl: Duration,
@@ -406,16 +506,17 @@ pub fn save_and_release(
         Save::Touch => &TOUCH_AND_RELEASE,
     };
     let ttl = whole_seconds(ttl).to_string();
-    let keys: [&[u8]; 2] = [data_key, &held.lock_key];
+    let keys = &held.keys;
+    let key_list: [&[u8]; 4] = [&keys.data, &keys.lock, &keys.queue, &keys.waiters];
     let args: [&[u8]; 3] = [held.secret.as_bytes(), data, ttl.as_bytes()];
     let (reply, acked) = match (save, ack) {
         (Save::Write, Some(ack)) => {
-            let (reply, acked) = store.eval_acked(script, &keys, &args, ack)?;
+            let (reply, acked) = store.eval_acked(script, &key_list, &args, ack)?;
             (reply, Some((ack, acked)))
         }
-        _ => (store.eval(script, &keys, &args)?, None),
+        _ => (store.eval(script, &key_list, &args)?, None),
     };
-    let ours = is_one(&reply);
+    let ours = after_release(store, keys, reply)?;
     if ours {
         stats::released(ReleaseCommand::Eval);
         if let Some((ack, acked)) = acked {
@@ -437,44 +538,77 @@ pub fn check_replicas(ack: ReplicaAck, acked: u32) -> Result<()> {
     Ok(())
 }
 
-pub fn destroy_and_release(
-    store: &mut impl SessionStore,
-    data_key: &[u8],
-    held: &HeldLock,
-) -> Result<()> {
-    store.eval(
+pub fn destroy_and_release(store: &mut impl LockStore, held: &HeldLock) -> Result<()> {
+    let keys = &held.keys;
+    let reply = store.eval(
         &DESTROY_AND_RELEASE,
-        &[data_key, &held.lock_key],
+        &[&keys.data, &keys.lock, &keys.queue, &keys.waiters],
         &[held.secret.as_bytes()],
     )?;
+    after_release(store, keys, reply)?;
     stats::released(ReleaseCommand::Eval);
     Ok(())
 }
 
-/// Compare-and-delete with the configured command; servers without DELEX or
-/// DELIFEQ fall back to Lua (the store remembers that per connection).
-pub fn release(store: &mut impl SessionStore, held: &HeldLock) -> Result<()> {
-    let native = store.delete_if_equal(&held.lock_key, held.secret.as_bytes(), held.release)?;
-    if native.is_some() {
-        stats::released(held.release);
-        return Ok(());
+/// Releases the lock, handing it on to the longest waiter. DELEX or DELIFEQ,
+/// when configured, delete it in one command and say in the same round trip
+/// whether anyone waits; only then does Lua hand it on. Servers without
+/// them fall back to Lua (remembered per cluster).
+pub fn release(store: &mut impl LockStore, held: &HeldLock) -> Result<()> {
+    let keys = &held.keys;
+    let native = store.delete_if_equal(
+        &keys.lock,
+        held.secret.as_bytes(),
+        held.release,
+        &keys.queue,
+    )?;
+    match native {
+        Some((true, 0)) => {
+            stats::released(held.release);
+            return Ok(());
+        }
+        Some((true, _)) => stats::released(held.release),
+        Some((false, _)) => {}
+        None if held.release != ReleaseCommand::Eval => stats::release_fell_back(),
+        None => {}
     }
-    if held.release != ReleaseCommand::Eval {
-        stats::release_fell_back();
-    }
-    store.eval(
+    let reply = store.eval(
         &RELEASE,
-        &[&held.data_key, &held.lock_key],
+        &[&keys.data, &keys.lock, &keys.queue, &keys.waiters],
         &[held.secret.as_bytes()],
     )?;
-    stats::released(ReleaseCommand::Eval);
+    if after_release(store, keys, reply)? {
+        stats::released(ReleaseCommand::Eval);
+    }
     Ok(())
 }
+
+/// Every script of the protocol, for tests that check them all.
+#[cfg(test)]
+pub(crate) const SCRIPTS: [&LuaScript; 6] = [
+    &ACQUIRE_AND_READ,
+    &HAND_OVER,
+    &WRITE_AND_RELEASE,
+    &TOUCH_AND_RELEASE,
+    &DESTROY_AND_RELEASE,
+    &RELEASE,
+];
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use std::thread::sleep;
+
+    #[test]
+    fn no_script_builds_a_key_name() {
+        for script in SCRIPTS {
+            let source = script.source();
+            for derived in ["_LOCK", "_FIFO", "_WAITERS", "_WAKE", "_QUEUE", ".. '_"] {
+                assert!(!source.contains(derived), "{derived} in {source}");
+            }
+            assert!(source.contains("KEYS[2]"), "the lock key is declared");
+        }
+    }
 
     #[test]
     fn release_scripts_share_the_hand_over() {
@@ -487,14 +621,7 @@ mod tests {
             assert!(
                 script
                     .source()
-                    .contains("local function release(data_key, lock, secret)")
-            );
-            assert_eq!(
-                script
-                    .source()
-                    .matches("release(KEYS[1], KEYS[2], ARGV[1])")
-                    .count(),
-                1
+                    .contains("local function hand_over(lock, queue, waiters)")
             );
         }
     }
@@ -507,41 +634,50 @@ mod tests {
         assert_ne!(a, b);
     }
 
-    /// A store whose lock is busy for `busy` attempts, counting them and the
-    /// waits for a hand-over.
-    struct BusyThenFree {
-        busy: usize,
-        attempts: usize,
-        wake_waits: usize,
+    #[test]
+    fn hand_over_elements() {
+        assert_eq!(
+            handed_over_data(b"H17:1data".to_vec()).unwrap(),
+            Some(b"data".to_vec())
+        );
+        assert_eq!(
+            handed_over_data(b"H17:1".to_vec()).unwrap(),
+            Some(Vec::new())
+        );
+        assert_eq!(handed_over_data(b"H17:0".to_vec()).unwrap(), None);
+        for bad in [&b"1data"[..], b"H17", b"", b"H1:2"] {
+            assert!(handed_over_data(bad.to_vec()).is_err());
+        }
+    }
+
+    /// A lock that stays busy: counts the attempts and the waits, and
+    /// remembers what each attempt was asked.
+    struct AlwaysBusy {
+        attempts: Vec<Vec<Vec<u8>>>,
+        waits: Vec<Duration>,
         /// How long each wait takes, whatever timeout it was given.
         wait_takes: Duration,
         /// What the first wait for a hand-over returns.
         hand_over: Option<Vec<u8>>,
     }
 
-    impl SessionStore for BusyThenFree {
-        fn get(&mut self, _: &[u8], _: Option<Duration>) -> Result<Option<Vec<u8>>> {
-            unreachable!()
-        }
-        fn set(&mut self, _: &[u8], _: &[u8], _: Duration) -> Result<()> {
-            unreachable!()
-        }
-        fn expire(&mut self, _: &[u8], _: Duration) -> Result<bool> {
-            unreachable!()
-        }
-        fn exists(&mut self, _: &[u8]) -> Result<bool> {
-            unreachable!()
-        }
-        fn delete(&mut self, _: &[u8]) -> Result<()> {
-            unreachable!()
-        }
-        fn delete_if_equal(
-            &mut self,
-            _: &[u8],
-            _: &[u8],
-            _: ReleaseCommand,
-        ) -> Result<Option<bool>> {
-            unreachable!()
+    impl LockStore for AlwaysBusy {
+        fn eval(&mut self, script: &LuaScript, _: &[&[u8]], args: &[&[u8]]) -> Result<Reply> {
+            if script.source() != ACQUIRE_AND_READ.source() {
+                // The release after an error, or a release: nothing to do.
+                return Ok(Reply::Array(vec![Reply::Int(0)]));
+            }
+            self.attempts
+                .push(args.iter().map(|arg| arg.to_vec()).collect());
+            let data = match args[3] {
+                b"1" => Reply::Data(b"stale".to_vec()),
+                _ => Reply::Nil,
+            };
+            Ok(Reply::Array(vec![
+                Reply::Int(0),
+                data,
+                Reply::Data(b"owner".to_vec()),
+            ]))
         }
         fn eval_acked(
             &mut self,
@@ -549,36 +685,22 @@ mod tests {
             _: &[&[u8]],
             _: &[&[u8]],
             _: ReplicaAck,
-        ) -> Result<(Value, u32)> {
+        ) -> Result<(Reply, u32)> {
             unreachable!()
         }
-        fn set_acked(&mut self, _: &[u8], _: &[u8], _: Duration, _: ReplicaAck) -> Result<u32> {
-            unreachable!()
-        }
-        fn wait_for_wake(&mut self, key: &[u8], _: Duration) -> Result<Option<Vec<u8>>> {
-            assert_eq!(key, b"{k}_LOCK_WAKE_x");
-            self.wake_waits += 1;
-            sleep(self.wait_takes);
+        fn pop_wait(&mut self, _: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>> {
+            self.waits.push(timeout);
+            sleep(self.wait_takes.min(timeout));
             Ok(self.hand_over.take())
         }
-        fn eval(&mut self, script: &LuaScript, _: &[&[u8]], args: &[&[u8]]) -> Result<Value> {
-            assert_eq!(script.source(), ACQUIRE_AND_READ.source());
-            self.attempts += 1;
-            if self.attempts > self.busy {
-                return Ok(Value::Array(vec![
-                    Value::Int(1),
-                    Value::BulkString(b"data".to_vec()),
-                ]));
-            }
-            let data = match args[3] {
-                b"1" => Value::BulkString(b"stale".to_vec()),
-                _ => Value::Nil,
-            };
-            let wake_key = match args[4] {
-                b"0" => Value::Nil,
-                _ => Value::BulkString(b"{k}_LOCK_WAKE_x".to_vec()),
-            };
-            Ok(Value::Array(vec![Value::Int(0), data, wake_key]))
+        fn delete_if_equal(
+            &mut self,
+            _: &[u8],
+            _: &[u8],
+            _: ReleaseCommand,
+            _: &[u8],
+        ) -> Result<Option<(bool, u64)>> {
+            Ok(None)
         }
     }
 
@@ -593,107 +715,92 @@ mod tests {
         }
     }
 
-    fn busy_store(busy: usize) -> BusyThenFree {
-        BusyThenFree {
-            busy,
-            attempts: 0,
-            wake_waits: 0,
-            wait_takes: Duration::ZERO,
+    fn busy(wait_takes: Duration) -> AlwaysBusy {
+        AlwaysBusy {
+            attempts: Vec::new(),
+            waits: Vec::new(),
+            wait_takes,
             hand_over: None,
         }
     }
 
-    /// Acquires against a store busy for `busy` attempts whose waits return at
-    /// once; returns the outcome and the attempts made.
-    fn acquire_with(
-        busy: usize,
-        retries: Option<u64>,
-        failure_readonly: bool,
-    ) -> (Acquired, usize) {
-        let lock = settings(retries, failure_readonly, Duration::from_millis(50));
-        let mut store = busy_store(busy);
-        let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None)
-            .unwrap()
-            .0;
-        assert_eq!(store.wake_waits, store.attempts - 1);
-        (outcome, store.attempts)
-    }
-
-    #[test]
-    fn waits_under_a_millisecond_sleep_instead_of_queueing() {
-        let lock = settings(None, false, Duration::from_micros(10));
-        let mut store = busy_store(3);
-        let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None)
-            .unwrap()
-            .0;
-        assert!(matches!(outcome, Acquired::Locked(..)));
-        assert_eq!((store.attempts, store.wake_waits), (4, 0));
+    fn acquire(store: &mut AlwaysBusy, lock: &LockSettings) -> Acquired {
+        let keys = LockKeys::new(b"k").unwrap();
+        acquire_and_read(store, keys, lock, None).unwrap().0
     }
 
     #[test]
     fn a_hand_over_brings_the_lock_and_the_data() {
         let lock = settings(Some(3), false, Duration::from_millis(50));
-        for (pushed, expected) in [(&b"1data"[..], Some(b"data".to_vec())), (b"0", None)] {
-            let mut store = busy_store(usize::MAX);
+        for (pushed, expected) in [(&b"H5:1data"[..], Some(b"data".to_vec())), (b"H5:0", None)] {
+            let mut store = busy(Duration::ZERO);
             store.hand_over = Some(pushed.to_vec());
-            let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None)
-                .unwrap()
-                .0;
+            let outcome = acquire(&mut store, &lock);
             assert!(matches!(outcome, Acquired::Locked(_, data) if data == expected));
-            assert_eq!((store.attempts, store.wake_waits), (1, 1));
+            assert_eq!((store.attempts.len(), store.waits.len()), (1, 1));
         }
     }
 
     #[test]
-    fn late_waits_do_not_stretch_the_total_wait() {
-        // 10 x 20 ms allowed; each wait takes 100 ms, like BLPOP at hz 10.
+    fn a_waiter_blocks_once_for_its_whole_wait() {
+        // 10 x 20 ms: one attempt, one BLPOP of 200 ms, one last attempt
+        // that leaves the queue, instead of ten polls.
         let lock = settings(Some(10), false, Duration::from_millis(20));
-        let mut store = busy_store(usize::MAX);
-        store.wait_takes = Duration::from_millis(100);
+        let mut store = busy(Duration::from_secs(1));
         let started = Instant::now();
-        let outcome = acquire_and_read(&mut store, b"k", b"{k}_LOCK", &lock, None)
-            .unwrap()
-            .0;
-        assert!(matches!(outcome, Acquired::Busy(None)));
-        assert!(started.elapsed() < Duration::from_millis(500));
-        assert!(store.attempts <= 4, "{}", store.attempts);
+        assert!(matches!(acquire(&mut store, &lock), Acquired::Busy(None)));
+        assert!(started.elapsed() < Duration::from_millis(600));
+        assert_eq!(store.waits.len(), 1);
+        assert!(store.waits[0] <= Duration::from_millis(200));
+        let wait_ms: Vec<&[u8]> = store.attempts.iter().map(|args| &args[4][..]).collect();
+        assert_eq!(
+            wait_ms.last(),
+            Some(&&b"0"[..]),
+            "the last attempt leaves the queue"
+        );
+        assert_eq!(store.attempts.len(), 2);
     }
 
     #[test]
-    fn retries_count_attempts_after_the_first() {
-        let (outcome, attempts) = acquire_with(usize::MAX, Some(3), false);
-        assert!(matches!(outcome, Acquired::Busy(None)));
-        assert_eq!(attempts, 4);
+    fn long_waits_block_in_pieces_and_name_the_owner_they_suspect() {
+        let lock = settings(Some(1), false, Duration::from_millis(2500));
+        let mut store = busy(Duration::from_secs(10));
+        assert!(matches!(acquire(&mut store, &lock), Acquired::Busy(None)));
+        assert_eq!(store.waits.len(), 3);
+        assert!(store.waits.iter().all(|wait| *wait <= HAND_OVER_TIMEOUT));
+        // The first attempt suspects nobody; later ones the owner seen before.
+        let suspects: Vec<&[u8]> = store.attempts.iter().map(|args| &args[6][..]).collect();
+        assert_eq!(suspects[0], b"");
+        assert!(suspects[1..].iter().all(|s| *s == b"owner"));
+        let queued: Vec<&[u8]> = store.attempts.iter().map(|args| &args[7][..]).collect();
+        assert_eq!(queued[0], b"0");
+        assert!(queued[1..].iter().all(|q| *q == b"1"));
     }
 
     #[test]
     fn readonly_failure_reads_the_data_on_the_last_attempt_only() {
-        let (outcome, attempts) = acquire_with(usize::MAX, Some(2), true);
-        assert!(matches!(outcome, Acquired::Busy(Some(data)) if data == b"stale"));
-        assert_eq!(attempts, 3);
-    }
-
-    #[test]
-    fn data_comes_from_the_winning_attempt() {
-        let (outcome, attempts) = acquire_with(5, None, true);
+        let lock = settings(Some(2), true, Duration::from_millis(10));
+        let mut store = busy(Duration::from_secs(1));
         assert!(
-            matches!(outcome, Acquired::Locked(held, Some(data)) if data == b"data" && held.lock_key == b"{k}_LOCK")
+            matches!(acquire(&mut store, &lock), Acquired::Busy(Some(data)) if data == b"stale")
         );
-        assert_eq!(attempts, 6);
+        let reads: Vec<&[u8]> = store.attempts.iter().map(|args| &args[3][..]).collect();
+        assert_eq!(reads, [&b"0"[..], b"1"]);
     }
 }
 
-/// The scripts on a real cluster; `scripts/test.sh` runs them with
+/// The protocol on a real cluster; `scripts/test.sh` runs these with
 /// `cargo test -- --ignored` after starting one.
 #[cfg(test)]
 mod cluster_tests {
     use super::*;
-    use crate::store::ClusterStore;
-    use crate::store::cluster_tests::store;
+    use crate::store::cluster_tests::{int, store};
+    use crate::store::{ClusterStore, SessionStore};
+    use redis::cmd;
 
-    fn lock_settings() -> LockSettings {
+    fn lock_settings(ttl: Duration) -> LockSettings {
         LockSettings {
-            ttl: Duration::from_secs(10),
+            ttl,
             wait: Duration::from_millis(20),
             retries: Some(5),
             failure_readonly: false,
@@ -702,16 +809,14 @@ mod cluster_tests {
         }
     }
 
-    /// A data key of this test process and its lock key.
-    fn keys(name: &str) -> (Vec<u8>, Vec<u8>) {
-        let data_key = format!("RCS_UNIT:{}:{name}", std::process::id()).into_bytes();
-        let lock_key = crate::keys::lock_key(&data_key).unwrap();
-        (data_key, lock_key)
+    /// The keys of a session of this test process.
+    fn keys(name: &str) -> LockKeys {
+        LockKeys::new(format!("RCS_UNIT:{}:{name}", std::process::id()).as_bytes()).unwrap()
     }
 
     /// Takes the lock, which must be free.
-    fn lock(store: &mut ClusterStore, data_key: &[u8], lock_key: &[u8]) -> HeldLock {
-        match acquire_and_read(store, data_key, lock_key, &lock_settings(), None)
+    fn lock(store: &mut ClusterStore, keys: &LockKeys, ttl: Duration) -> HeldLock {
+        match acquire_and_read(store, keys.clone(), &lock_settings(ttl), None)
             .unwrap()
             .0
         {
@@ -720,56 +825,313 @@ mod cluster_tests {
         }
     }
 
+    /// A waiter that queued behind a busy lock, to wait `wait` more.
+    fn queue(store: &mut ClusterStore, keys: &LockKeys, ttl: Duration) -> Acquisition {
+        let mut waiter = Acquisition::new(keys.clone(), &lock_settings(ttl), None).unwrap();
+        let attempt = waiter
+            .attempt(store, Duration::from_secs(5), false)
+            .unwrap();
+        assert!(matches!(attempt, Attempt::Busy(None)));
+        waiter
+    }
+
+    fn write(store: &mut ClusterStore, held: &HeldLock, data: &[u8]) -> bool {
+        save_and_release(
+            store,
+            Save::Write,
+            held,
+            data,
+            Duration::from_secs(60),
+            None,
+        )
+        .unwrap()
+    }
+
+    fn owner(store: &ClusterStore, keys: &LockKeys) -> Option<Vec<u8>> {
+        match store
+            .command(&keys.lock, cmd("GET").arg(&keys.lock))
+            .unwrap()
+        {
+            Reply::Data(owner) => Some(owner),
+            _ => None,
+        }
+    }
+
+    fn clean(store: &mut ClusterStore, keys: &LockKeys) {
+        for key in [&keys.data, &keys.lock, &keys.queue, &keys.waiters] {
+            store.delete(key).unwrap();
+        }
+    }
+
+    fn is_locked(attempt: Attempt, expected: &[u8]) -> bool {
+        matches!(attempt, Attempt::Locked(Some(data)) if data == expected)
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn waiters_get_the_lock_in_arrival_order_with_their_own_ttl() {
+        let mut store = store();
+        let keys = keys("fifo");
+        let holder = lock(&mut store, &keys, Duration::from_secs(30));
+        let mut first = queue(&mut store, &keys, Duration::from_secs(5));
+        let mut second = queue(&mut store, &keys, Duration::from_secs(9));
+        assert_eq!(int(&store, &keys.queue, cmd("ZCARD").arg(&keys.queue)), 2);
+
+        assert!(write(&mut store, &holder, b"v1"));
+        assert_eq!(
+            owner(&store, &keys).as_deref(),
+            Some(first.held.secret.as_bytes())
+        );
+        let ttl = int(&store, &keys.lock, cmd("PTTL").arg(&keys.lock));
+        assert!((4000..=5000).contains(&ttl), "{ttl}");
+        let handed = first
+            .wait_for_hand_over(&mut store, Duration::from_secs(1))
+            .unwrap();
+        assert_eq!(handed, Some(Some(b"v1".to_vec())));
+        let first = first.into_held();
+
+        assert!(write(&mut store, &first, b"v2"));
+        assert_eq!(
+            owner(&store, &keys).as_deref(),
+            Some(second.held.secret.as_bytes())
+        );
+        let ttl = int(&store, &keys.lock, cmd("PTTL").arg(&keys.lock));
+        assert!((8000..=9000).contains(&ttl), "{ttl}");
+        let handed = second
+            .wait_for_hand_over(&mut store, Duration::from_secs(1))
+            .unwrap();
+        assert_eq!(handed, Some(Some(b"v2".to_vec())));
+        assert!(write(&mut store, &second.into_held(), b"v3"));
+
+        assert_eq!(owner(&store, &keys), None);
+        for key in [&keys.queue, &keys.waiters] {
+            assert_eq!(int(&store, key, cmd("EXISTS").arg(key)), 0);
+        }
+        clean(&mut store, &keys);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_hand_over_after_the_wait_ended_is_found_by_the_next_attempt() {
+        let mut store = store();
+        let keys = keys("late");
+        let holder = lock(&mut store, &keys, Duration::from_secs(30));
+        let mut waiter = queue(&mut store, &keys, Duration::from_secs(5));
+        // The waiter is between two calls when the lock comes to it.
+        assert!(write(&mut store, &holder, b"v1"));
+        let wake = keys.wake(&waiter.held.secret);
+        assert_eq!(int(&store, &wake, cmd("LLEN").arg(&wake)), 1);
+        assert!(is_locked(
+            waiter
+                .attempt(&mut store, Duration::from_secs(5), false)
+                .unwrap(),
+            b"v1"
+        ));
+        assert_eq!(
+            int(&store, &wake, cmd("EXISTS").arg(&wake)),
+            0,
+            "the push is dropped"
+        );
+        assert!(write(&mut store, &waiter.into_held(), b"v2"));
+        clean(&mut store, &keys);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_lost_pop_reply_leaves_the_lock_to_the_waiter() {
+        let mut store = store();
+        let keys = keys("lostpop");
+        let holder = lock(&mut store, &keys, Duration::from_secs(30));
+        let mut waiter = queue(&mut store, &keys, Duration::from_secs(5));
+        assert!(write(&mut store, &holder, b"v1"));
+        // Somebody else's BLPOP took the element: its reply never came back.
+        let wake = keys.wake(&waiter.held.secret);
+        assert!(
+            store
+                .pop_wait(&wake, Duration::from_millis(100))
+                .unwrap()
+                .is_some()
+        );
+        assert_eq!(
+            waiter
+                .wait_for_hand_over(&mut store, Duration::from_millis(100))
+                .unwrap(),
+            None
+        );
+        assert!(is_locked(
+            waiter
+                .attempt(&mut store, Duration::from_secs(5), false)
+                .unwrap(),
+            b"v1"
+        ));
+        assert!(write(&mut store, &waiter.into_held(), b"v2"));
+        clean(&mut store, &keys);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_hand_over_nobody_takes_goes_to_the_next_waiter() {
+        let mut store = store();
+        let keys = keys("dead");
+        let holder = lock(&mut store, &keys, Duration::from_secs(30));
+        let dead = queue(&mut store, &keys, Duration::from_secs(30));
+        let mut next = queue(&mut store, &keys, Duration::from_secs(5));
+        assert!(write(&mut store, &holder, b"v1"));
+        assert_eq!(
+            owner(&store, &keys).as_deref(),
+            Some(dead.held.secret.as_bytes())
+        );
+        // Not yet: the dead waiter might still take it.
+        assert!(matches!(
+            next.attempt(&mut store, Duration::from_secs(5), false)
+                .unwrap(),
+            Attempt::Busy(_)
+        ));
+        std::thread::sleep(HAND_OVER_TIMEOUT + Duration::from_millis(100));
+        assert!(is_locked(
+            next.attempt(&mut store, Duration::from_secs(5), false)
+                .unwrap(),
+            b"v1"
+        ));
+        let wake = keys.wake(&dead.held.secret);
+        assert_eq!(int(&store, &wake, cmd("EXISTS").arg(&wake)), 0);
+        assert!(write(&mut store, &next.into_held(), b"v2"));
+        // The dead waiter's write is refused.
+        assert!(!write(&mut store, &dead.into_held(), b"stale"));
+        clean(&mut store, &keys);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_short_waiter_never_shortens_the_queue_of_a_long_one() {
+        let mut store = store();
+        let keys = keys("expiry");
+        let holder = lock(&mut store, &keys, Duration::from_secs(30));
+        let mut long =
+            Acquisition::new(keys.clone(), &lock_settings(Duration::from_secs(5)), None).unwrap();
+        long.attempt(&mut store, Duration::from_secs(5), false)
+            .unwrap();
+        let mut short =
+            Acquisition::new(keys.clone(), &lock_settings(Duration::from_secs(5)), None).unwrap();
+        short
+            .attempt(&mut store, Duration::from_millis(10), false)
+            .unwrap();
+        for key in [&keys.queue, &keys.waiters] {
+            let ttl = int(&store, key, cmd("PTTL").arg(key));
+            assert!(ttl > 6000, "{ttl}");
+        }
+        // A failed wait leaves the queue.
+        short.attempt(&mut store, Duration::ZERO, false).unwrap();
+        long.attempt(&mut store, Duration::ZERO, false).unwrap();
+        for key in [&keys.queue, &keys.waiters] {
+            assert_eq!(int(&store, key, cmd("EXISTS").arg(key)), 0);
+        }
+        release(&mut store, &holder).unwrap();
+        clean(&mut store, &keys);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_waiter_that_gives_up_leaves_nothing_behind() {
+        let mut store = store();
+        let keys = keys("giveup");
+        let holder = lock(&mut store, &keys, Duration::from_secs(30));
+        let settings = LockSettings {
+            retries: Some(3),
+            ..lock_settings(Duration::from_secs(5))
+        };
+        let (outcome, waited) =
+            acquire_and_read(&mut store, keys.clone(), &settings, None).unwrap();
+        assert!(matches!(outcome, Acquired::Busy(None)));
+        assert!(waited >= Duration::from_millis(50), "{waited:?}");
+        for key in [&keys.queue, &keys.waiters] {
+            assert_eq!(int(&store, key, cmd("EXISTS").arg(key)), 0);
+        }
+        release(&mut store, &holder).unwrap();
+        assert_eq!(owner(&store, &keys), None);
+        clean(&mut store, &keys);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_repeated_destroy_leaves_the_next_holders_data() {
+        let mut store = store();
+        let keys = keys("destroy");
+        let first = lock(&mut store, &keys, Duration::from_secs(30));
+        destroy_and_release(&mut store, &first).unwrap();
+        let second = lock(&mut store, &keys, Duration::from_secs(30));
+        store
+            .set(&keys.data, b"fresh", Duration::from_secs(60))
+            .unwrap();
+        // The first destroy's reply was lost; its repeat comes now.
+        destroy_and_release(&mut store, &first).unwrap();
+        assert_eq!(
+            store.get(&keys.data, None).unwrap(),
+            Some(b"fresh".to_vec())
+        );
+        destroy_and_release(&mut store, &second).unwrap();
+        assert_eq!(store.get(&keys.data, None).unwrap(), None);
+        clean(&mut store, &keys);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_lock_deleted_without_a_hand_over_is_handed_on_by_the_release() {
+        let mut store = store();
+        let keys = keys("native");
+        let holder = lock(&mut store, &keys, Duration::from_secs(30));
+        let mut waiter = queue(&mut store, &keys, Duration::from_secs(5));
+        // As DELEX or an older release of this extension would: no hand-over.
+        store.delete(&keys.lock).unwrap();
+        release(&mut store, &holder).unwrap();
+        assert_eq!(
+            owner(&store, &keys).as_deref(),
+            Some(waiter.held.secret.as_bytes())
+        );
+        let handed = waiter
+            .wait_for_hand_over(&mut store, Duration::from_secs(1))
+            .unwrap();
+        assert_eq!(handed, Some(None));
+        release(&mut store, &waiter.into_held()).unwrap();
+        clean(&mut store, &keys);
+    }
+
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
     fn a_repeated_write_after_a_lost_reply_counts_as_done() {
         let mut store = store();
-        let (data_key, lock_key) = keys("idempotent");
-        let ttl = Duration::from_secs(60);
-        let held = lock(&mut store, &data_key, &lock_key);
+        let keys = keys("idempotent");
+        let held = lock(&mut store, &keys, Duration::from_secs(10));
         for _ in 0..2 {
-            assert!(
-                save_and_release(&mut store, Save::Write, &data_key, &held, b"v1", ttl, None)
-                    .unwrap()
-            );
+            assert!(write(&mut store, &held, b"v1"));
         }
         // Other data after the lock is gone is refused and stores nothing.
-        assert!(
-            !save_and_release(&mut store, Save::Write, &data_key, &held, b"v2", ttl, None).unwrap()
-        );
-        assert_eq!(store.get(&data_key, None).unwrap(), Some(b"v1".to_vec()));
-        assert!(!store.exists(&lock_key).unwrap());
-        store.delete(&data_key).unwrap();
+        assert!(!write(&mut store, &held, b"v2"));
+        assert_eq!(store.get(&keys.data, None).unwrap(), Some(b"v1".to_vec()));
+        assert_eq!(owner(&store, &keys), None);
+        clean(&mut store, &keys);
     }
 
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
     fn a_write_can_wait_for_its_replica() {
         let mut cluster = store();
-        let (data_key, lock_key) = keys("acked");
+        let keys = keys("acked");
         let ttl = Duration::from_secs(60);
         let mut write = |data: &[u8], replicas| {
-            let held = lock(&mut cluster, &data_key, &lock_key);
+            let held = lock(&mut cluster, &keys, Duration::from_secs(10));
             let ack = ReplicaAck {
                 replicas,
                 timeout: Duration::from_millis(300),
             };
-            save_and_release(
-                &mut cluster,
-                Save::Write,
-                &data_key,
-                &held,
-                data,
-                ttl,
-                Some(ack),
-            )
+            save_and_release(&mut cluster, Save::Write, &held, data, ttl, Some(ack))
         };
         // Every primary of the test cluster has one replica.
         assert!(write(b"v1", 1).unwrap());
         let err = write(b"v2", 2).unwrap_err().to_string();
         assert!(err.contains("only 1 of 2 replicas"), "{err}");
         let mut check = store();
-        assert_eq!(check.get(&data_key, None).unwrap(), Some(b"v2".to_vec()));
-        check.delete(&data_key).unwrap();
+        assert_eq!(check.get(&keys.data, None).unwrap(), Some(b"v2".to_vec()));
+        clean(&mut check, &keys);
     }
 }

@@ -32,6 +32,12 @@ const FALLBACK_TTL_SECS: i64 = 1440;
 /// lock a session forever.
 pub const FALLBACK_LOCK_TTL: Duration = Duration::from_secs(30);
 
+/// The longest lock TTL: a day. Longer ones (up to i64::MAX seconds) would
+/// overflow the server's expiry arithmetic and fail every request.
+pub const MAX_LOCK_TTL_SECS: u64 = 86_400;
+/// The shortest `lock_wait_time`, in µs.
+const MIN_LOCK_WAIT_MICROS: i64 = 1_000;
+
 /// Where settings come from: PHP's INI in the extension, a map in tests.
 pub trait IniSource {
     /// The value as PHP's `INI_INT` reads it (0 when unset or not a number).
@@ -58,6 +64,15 @@ pub struct LockSettings {
     pub release: ReleaseCommand,
     /// Waits longer than this get an E_NOTICE; `None` when off.
     pub wait_notice: Option<Duration>,
+}
+
+impl LockSettings {
+    /// The longest anyone waits for the lock: `lock_retries` × `lock_wait_time`,
+    /// `None` for ever (and when the product overflows).
+    pub fn total_wait(&self) -> Option<Duration> {
+        let retries = u32::try_from(self.retries?).unwrap_or(u32::MAX);
+        self.wait.checked_mul(retries)
+    }
 }
 
 /// A write counts only once this many replicas have it (Redis `WAIT`).
@@ -122,9 +137,10 @@ impl LockSettings {
             0 => ini.long(c"max_execution_time"),
             seconds => seconds,
         };
+        // Under 1 ms (or negative) would poll the server in a tight loop.
         let wait = match ini.long(c"redis.session.lock_wait_time") {
             0 => 20_000,
-            micros => micros,
+            micros => micros.max(MIN_LOCK_WAIT_MICROS),
         };
         let retries = match ini.long(c"redis.session.lock_retries") {
             0 => Some(100),
@@ -145,8 +161,9 @@ impl LockSettings {
             ttl: u64::try_from(expire)
                 .ok()
                 .filter(|&s| s > 0)
-                .map_or(FALLBACK_LOCK_TTL, Duration::from_secs),
-            // A negative wait would be a huge unsigned sleep in phpredis.
+                .map_or(FALLBACK_LOCK_TTL, |s| {
+                    Duration::from_secs(s.min(MAX_LOCK_TTL_SECS))
+                }),
             wait: Duration::from_micros(wait.unsigned_abs()),
             retries,
             failure_readonly: ini.long(c"redis.session.lock_failure_readonly") != 0,

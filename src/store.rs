@@ -1,49 +1,54 @@
-//! The storage interface the session logic runs on, and its implementation on
-//! a Redis/Valkey cluster through the `redis` crate's sync cluster client.
+//! The storage interfaces the session logic runs on, and their implementation
+//! on a Redis/Valkey cluster through our router ([`crate::cluster`]).
 //!
-//! One cluster connection (sockets plus slot map) is kept per thread and
-//! reused across requests: a PHP-FPM worker connects once, a threaded SAPI
-//! never shares a socket between threads. It is created on first use, never
-//! at module startup, because FPM forks after startup.
+//! Each thread keeps its clusters (slot map and connections) across requests:
+//! a PHP-FPM worker connects once, a threaded SAPI never shares a socket
+//! between threads. They are made on first use, never at module startup,
+//! because FPM forks after startup.
 
 use std::cell::RefCell;
-use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
-use redis::cluster::{ClusterClient, ClusterConnection, Connect};
-use redis::{
-    Cmd, ConnectionLike, ErrorKind, FromRedisValue, IntoConnectionInfo, RedisError, RedisResult,
-    ServerErrorKind, cmd,
-};
+use anyhow::{Result, anyhow, bail};
+use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value, cmd};
 
-use crate::lock::LuaScript;
-use crate::save_path::{Auth, SavePath, Seed, Tls};
+use crate::cluster::{Cluster, ConnectionConfig, is_transient};
+use crate::keys::hash_slot;
+use crate::script::LuaScript;
 use crate::settings::{ReleaseCommand, ReplicaAck};
 use crate::stats;
 
-/// What the session logic needs from storage. Every command goes to the
-/// primary that owns the key's slot.
+/// A reply, in the few shapes the session logic reads.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    Nil,
+    Int(i64),
+    Data(Vec<u8>),
+    Array(Vec<Reply>),
+    Status,
+}
+
+impl Reply {
+    /// The reply's type, for error texts that must not show its content
+    /// (session data, key names with lock secrets).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Reply::Nil => "nil",
+            Reply::Int(_) => "integer",
+            Reply::Data(_) => "string",
+            Reply::Array(_) => "array",
+            Reply::Status => "status",
+        }
+    }
+}
+
+/// Plain session data commands. Every command goes to the primary that owns
+/// the key's slot.
 pub trait SessionStore {
     /// GET, or GETEX with a new TTL when `refresh` is set.
     fn get(&mut self, key: &[u8], refresh: Option<Duration>) -> Result<Option<Vec<u8>>>;
     /// SET with EX.
     fn set(&mut self, key: &[u8], value: &[u8], ttl: Duration) -> Result<()>;
-    /// EXPIRE; false when the key does not exist.
-    fn expire(&mut self, key: &[u8], ttl: Duration) -> Result<bool>;
-    fn exists(&mut self, key: &[u8]) -> Result<bool>;
-    fn delete(&mut self, key: &[u8]) -> Result<()>;
-    /// Runs a script on the primary of its keys' slot (EVALSHA, then EVAL on NOSCRIPT).
-    fn eval(&mut self, script: &LuaScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<redis::Value>;
-    /// [`Self::eval`] with `WAIT` pipelined behind it on the same primary, in
-    /// the same round trip: the reply, and how many replicas acknowledged.
-    fn eval_acked(
-        &mut self,
-        script: &LuaScript,
-        keys: &[&[u8]],
-        args: &[&[u8]],
-        ack: ReplicaAck,
-    ) -> Result<(redis::Value, u32)>;
     /// [`Self::set`] with `WAIT` pipelined behind it: how many replicas acknowledged.
     fn set_acked(
         &mut self,
@@ -52,59 +57,45 @@ pub trait SessionStore {
         ttl: Duration,
         ack: ReplicaAck,
     ) -> Result<u32>;
-    /// BLPOP: waits up to `timeout` (less if the read timeout is shorter) for
-    /// an element on the list, and returns it.
-    fn wait_for_wake(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>>;
-    /// DELEX/DELIFEQ compare-and-delete: whether it deleted, or `None` for
-    /// `Eval` and when the server lacks the command (then not tried again on
-    /// this connection).
+    /// EXPIRE; false when the key does not exist.
+    fn expire(&mut self, key: &[u8], ttl: Duration) -> Result<bool>;
+    fn exists(&mut self, key: &[u8]) -> Result<bool>;
+    fn delete(&mut self, key: &[u8]) -> Result<()>;
+}
+
+/// What the lock protocol needs. All keys of one call share one slot.
+pub trait LockStore {
+    /// Runs a script on the primary of its keys' slot (EVALSHA, then EVAL on NOSCRIPT).
+    fn eval(&mut self, script: &LuaScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<Reply>;
+    /// [`Self::eval`] with `WAIT` pipelined behind it on the same primary, in
+    /// the same round trip: the reply, and how many replicas acknowledged.
+    fn eval_acked(
+        &mut self,
+        script: &LuaScript,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        ack: ReplicaAck,
+    ) -> Result<(Reply, u32)>;
+    /// BLPOP: blocks up to `timeout` for an element on the list and returns it.
+    fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>>;
+    /// DELEX/DELIFEQ compare-and-delete, with ZCARD of `queue` in the same
+    /// round trip: whether it deleted and how many wait. `None` for `Eval`
+    /// and when the server lacks the command (not tried again on this cluster).
     fn delete_if_equal(
         &mut self,
         key: &[u8],
         value: &[u8],
         command: ReleaseCommand,
-    ) -> Result<Option<bool>>;
+        queue: &[u8],
+    ) -> Result<Option<(bool, u64)>>;
 }
 
-/// Everything that identifies a cluster connection; a change of any of it
-/// (another save_path) gets a new connection.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ConnectionConfig {
-    pub seeds: Vec<Seed>,
-    pub auth: Option<Auth>,
-    pub connect_timeout: Duration,
-    pub read_timeout: Duration,
-    pub tls: Option<Tls>,
-}
-
-impl From<&SavePath> for ConnectionConfig {
-    fn from(path: &SavePath) -> Self {
-        ConnectionConfig {
-            seeds: path.seeds.clone(),
-            auth: path.auth.clone(),
-            connect_timeout: path.connect_timeout,
-            read_timeout: path.read_timeout,
-            tls: path.tls.clone(),
-        }
-    }
-}
-
-/// Redirects and retries the client makes for one command before our own
-/// retry loop (a fresh connection and slot map) takes over: one follows a
-/// MOVED or ASK cheaply; more would let a hung node cost the client's
-/// retries times the timeouts before our deadline is even looked at.
-const CLIENT_RETRIES: u32 = 1;
-
-/// A cluster connection and what was learnt about its servers.
-struct Connection {
-    config: ConnectionConfig,
-    cluster: ClusterConnection<NodeConnection>,
-    /// Release commands that answered "unknown command".
-    unsupported: Vec<ReleaseCommand>,
-}
+/// Clusters one thread keeps; a worker alternating between a few save_paths
+/// keeps each one's connections.
+const MAX_CLUSTERS: usize = 4;
 
 thread_local! {
-    static CONNECTION: RefCell<Option<Connection>> = const { RefCell::new(None) };
+    static CLUSTERS: RefCell<Vec<Cluster>> = const { RefCell::new(Vec::new()) };
 }
 
 pub struct ClusterStore {
@@ -116,223 +107,173 @@ impl ClusterStore {
         ClusterStore { config }
     }
 
-    /// Runs `f` on this thread's connection, connecting first if needed. A
-    /// connection that saw a transport error is dropped, never reused.
-    ///
-    /// Failures a cluster recovers from by itself (a primary that died and is
-    /// being replaced, a node restarting, a slot map that is still converging)
-    /// are retried on a fresh connection and slot map until the read timeout
-    /// has passed since the first try. Every step of the session protocol is
-    /// safe to repeat: an acquire recognises its own secret, a write whose
-    /// reply was lost finds its own data stored, a release finds nothing to do.
-    fn with_connection<T>(
-        &self,
-        mut f: impl FnMut(&mut Connection) -> redis::RedisResult<T>,
-    ) -> Result<T> {
-        let deadline = Instant::now() + self.config.read_timeout;
-        loop {
-            match self.try_once(&mut f) {
-                Err(Failure {
-                    transient: true, ..
-                }) if Instant::now() < deadline => sleep(RETRY_PAUSE),
-                outcome => return outcome.map_err(|failure| failure.error),
-            }
-        }
-    }
-
-    fn try_once<T>(
-        &self,
-        f: &mut impl FnMut(&mut Connection) -> redis::RedisResult<T>,
-    ) -> Result<T, Failure> {
-        CONNECTION.with(|cell| {
-            let mut cached = cell.borrow_mut();
-            if cached.as_ref().is_none_or(|c| c.config != self.config) {
-                *cached = None;
-                let cluster = connect(&self.config).map_err(|err| {
-                    Failure::new(err, "Couldn't map cluster keyspace using any provided seed")
-                })?;
-                stats::connected();
-                *cached = Some(Connection {
-                    config: self.config.clone(),
-                    cluster,
-                    unsupported: Vec::new(),
-                });
-            }
-            let connection = cached.as_mut().expect("connection was just created");
-            f(connection).map_err(|err| {
-                if !leaves_connection_usable(&err) {
-                    *cached = None;
+    /// Runs `f` on this thread's cluster for the config, made on first use.
+    fn with_cluster<T>(&self, f: impl FnOnce(&mut Cluster) -> T) -> T {
+        CLUSTERS.with(|cell| {
+            let mut clusters = cell.borrow_mut();
+            let index = match clusters.iter().position(|c| *c.config() == self.config) {
+                Some(index) => index,
+                None => {
+                    if clusters.len() >= MAX_CLUSTERS {
+                        clusters.remove(0);
+                    }
+                    stats::connected();
+                    clusters.push(Cluster::new(self.config.clone()));
+                    clusters.len() - 1
                 }
-                Failure::new(err, "Error communicating with the Redis Cluster")
-            })
+            };
+            f(&mut clusters[index])
         })
     }
 
-    /// A WAIT that outlasted the read timeout would drop the connection.
-    fn within_read_timeout(&self, ack: ReplicaAck) -> ReplicaAck {
-        ReplicaAck {
-            timeout: ack.timeout.min(self.config.read_timeout / 2),
-            ..ack
-        }
-    }
-
-    pub fn query<T: FromRedisValue>(&self, command: &Cmd) -> Result<T> {
-        self.with_connection(|connection| command.query(&mut connection.cluster))
-    }
-}
-
-fn connect(config: &ConnectionConfig) -> redis::RedisResult<ClusterConnection<NodeConnection>> {
-    let nodes = config
-        .seeds
-        .iter()
-        .map(|seed| redis::ConnectionAddr::Tcp(seed.host.clone(), seed.port));
-    let mut builder = ClusterClient::builder(nodes)
-        .connection_timeout(config.connect_timeout)
-        .response_timeout(config.read_timeout)
-        .retries(CLIENT_RETRIES)
-        .tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(true))
-        .min_retry_wait(10)
-        .max_retry_wait(100);
-    if let Some(auth) = &config.auth {
-        builder = builder.password(&auth.password);
-        if let Some(user) = &auth.user {
-            builder = builder.username(user);
-        }
-    }
-    if let Some(tls) = &config.tls {
-        builder = with_tls(builder, tls)?;
-    }
-    builder.build()?.get_generic_connection()
-}
-
-/// TLS for every node, with certificates read from the files the save_path names.
-fn with_tls(
-    builder: redis::cluster::ClusterClientBuilder,
-    tls: &Tls,
-) -> RedisResult<redis::cluster::ClusterClientBuilder> {
-    // rustls needs its crypto provider chosen once per process.
-    static PROVIDER: std::sync::Once = std::sync::Once::new();
-    PROVIDER.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-    let read = |option: &str, path: &std::path::Path| {
-        std::fs::read(path).map_err(|err| {
-            RedisError::from((
-                ErrorKind::InvalidClientConfig,
-                "cannot read a TLS file",
-                format!("stream[{option}] {}: {err}", path.display()),
-            ))
-        })
-    };
-    let client_tls = match &tls.client_cert {
-        Some((cert, key)) => Some(redis::ClientTlsConfig {
-            client_cert: read("local_cert", cert)?,
-            client_key: read("local_pk", key)?,
-        }),
-        None => None,
-    };
-    let root_cert = tls
-        .cafile
-        .as_deref()
-        .map(|path| read("cafile", path))
-        .transpose()?;
-    let mode = if tls.verify_peer {
-        redis::TlsMode::Secure
-    } else {
-        redis::TlsMode::Insecure
-    };
-    let mut builder = builder
-        .tls(mode)
-        .danger_accept_invalid_hostnames(!tls.verify_peer_name);
-    if client_tls.is_some() || root_cert.is_some() {
-        builder = builder.certs(redis::TlsCertificates {
-            client_tls,
-            root_cert,
-        });
-    }
-    Ok(builder)
-}
-
-/// A connection to one node whose reads are bounded from the start. The
-/// cluster client PINGs a new node before it applies the response timeout,
-/// with no timeout at all: a node that accepts connections but does not
-/// answer (stopped, swapping, in a long command) would hang the worker there.
-/// Here the connect timeout covers that PING too.
-struct NodeConnection(redis::Connection);
-
-impl Connect for NodeConnection {
-    fn connect<T: IntoConnectionInfo>(info: T, timeout: Option<Duration>) -> RedisResult<Self> {
-        let connection = <redis::Connection as Connect>::connect(info, timeout)?;
-        connection.set_read_timeout(timeout)?;
-        connection.set_write_timeout(timeout)?;
-        Ok(NodeConnection(connection))
-    }
-
-    fn send_packed_command(&mut self, cmd: &[u8]) -> RedisResult<()> {
-        self.0.send_packed_command(cmd)
-    }
-
-    fn set_write_timeout(&self, dur: Option<Duration>) -> RedisResult<()> {
-        self.0.set_write_timeout(dur)
-    }
-
-    fn set_read_timeout(&self, dur: Option<Duration>) -> RedisResult<()> {
-        self.0.set_read_timeout(dur)
-    }
-
-    fn recv_response(&mut self) -> RedisResult<redis::Value> {
-        self.0.recv_response()
-    }
-}
-
-impl ConnectionLike for NodeConnection {
-    fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<redis::Value> {
-        self.0.req_packed_command(cmd)
-    }
-
-    fn req_packed_commands(
-        &mut self,
-        cmd: &[u8],
-        offset: usize,
+    /// One request (`count` packed commands) on the primary of `key`'s slot,
+    /// within one time budget: the connect timeout plus the read timeout, plus
+    /// `block` for a command that blocks on the server. Error replies other
+    /// than redirects come back as `Value::ServerError`.
+    fn request(
+        &self,
+        key: &[u8],
+        packed: &[u8],
         count: usize,
-    ) -> RedisResult<Vec<redis::Value>> {
-        self.0.req_packed_commands(cmd, offset, count)
+        block: Duration,
+    ) -> Result<Vec<Value>> {
+        let slot = hash_slot(key);
+        let reply_timeout = self.config.read_timeout + block;
+        let deadline = Instant::now() + self.config.connect_timeout + reply_timeout;
+        self.with_cluster(|cluster| cluster.request(slot, packed, count, reply_timeout, deadline))
+            .map_err(|failure| {
+                let context = if failure.no_map {
+                    "Couldn't map cluster keyspace using any provided seed"
+                } else {
+                    "Error communicating with the Redis Cluster"
+                };
+                failed(&failure.error, context)
+            })
     }
 
-    fn get_db(&self) -> i64 {
-        self.0.get_db()
+    /// One command on the primary of `key`'s slot; an error reply is an error.
+    pub fn command(&self, key: &[u8], command: &Cmd) -> Result<Reply> {
+        self.command_with(key, command, Duration::ZERO)
     }
 
-    fn check_connection(&mut self) -> bool {
-        self.0.check_connection()
+    fn command_with(&self, key: &[u8], command: &Cmd, block: Duration) -> Result<Reply> {
+        let mut replies = self.request(key, &command.get_packed_command(), 1, block)?;
+        reply(replies.pop())
     }
 
-    fn is_open(&self) -> bool {
-        self.0.is_open()
+    /// `command` then `WAIT`, in one round trip to the primary that runs it.
+    fn with_wait(&self, key: &[u8], command: &Cmd, ack: ReplicaAck) -> Result<(Reply, u32)> {
+        let mut packed = command.get_packed_command();
+        self.append_wait(&mut packed, ack);
+        let mut replies = self.request(key, &packed, 2, Duration::ZERO)?.into_iter();
+        let first = reply(replies.next())?;
+        Ok((first, acked(replies.next())?))
     }
-}
 
-/// A failed attempt, and whether trying again may succeed.
-struct Failure {
-    error: anyhow::Error,
-    transient: bool,
-}
+    fn append_wait(&self, packed: &mut Vec<u8>, ack: ReplicaAck) {
+        // A WAIT that outlasted the read timeout would drop the connection.
+        let timeout = ack.timeout.min(self.config.read_timeout / 2);
+        cmd("WAIT")
+            .arg(ack.replicas)
+            .arg(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
+            .write_packed_command(packed);
+    }
 
-impl Failure {
-    /// Counts the error by kind and words it for the PHP warning. The
-    /// client's error repeats its own text as its source, so only its
-    /// display is kept.
-    fn new(err: RedisError, context: &str) -> Self {
-        stats::error(error_kind(&err));
-        Failure {
-            transient: is_transient(&err),
-            error: anyhow::anyhow!("{context}: {err}"),
+    /// A script on the primary of its keys' slot, with `WAIT` behind it when
+    /// `ack` asks for replicas: EVALSHA, then EVAL if the node lacks the
+    /// script (after a failover or a restart).
+    fn script(
+        &self,
+        script: &LuaScript,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        ack: Option<ReplicaAck>,
+    ) -> Result<(Reply, Option<u32>)> {
+        let routing = keys.first().copied().unwrap_or_default();
+        let send = |verb: &str, body: &str| {
+            let mut packed = script_command(verb, body, keys, args).get_packed_command();
+            if let Some(ack) = ack {
+                self.append_wait(&mut packed, ack);
+            }
+            self.request(
+                routing,
+                &packed,
+                1 + usize::from(ack.is_some()),
+                Duration::ZERO,
+            )
+        };
+        let mut replies = send("EVALSHA", script.sha1())?;
+        let no_script = matches!(replies.first(), Some(Value::ServerError(err))
+            if RedisError::from(err.clone()).kind() == ErrorKind::Server(ServerErrorKind::NoScript));
+        if no_script {
+            replies = send("EVAL", script.source())?;
         }
+        let mut replies = replies.into_iter();
+        let first = reply(replies.next())?;
+        let acked = match ack {
+            Some(_) => Some(acked(replies.next())?),
+            None => None,
+        };
+        Ok((first, acked))
+    }
+
+    /// How many connections this thread has open to the config's cluster.
+    pub fn open_connections(&self) -> usize {
+        self.with_cluster(|cluster| cluster.open_connections())
     }
 }
 
-/// Pause between attempts while the cluster recovers.
-const RETRY_PAUSE: Duration = Duration::from_millis(100);
+/// EVAL/EVALSHA, sized up front: growing the argument buffers cost more than
+/// the rest of building it.
+fn script_command(verb: &str, body: &str, keys: &[&[u8]], args: &[&[u8]]) -> Cmd {
+    let count = 3 + keys.len() + args.len();
+    let size: usize = keys.iter().chain(args).map(|arg| arg.len()).sum();
+    let mut command = Cmd::with_capacity(count, size + verb.len() + body.len() + 4);
+    command
+        .arg(verb)
+        .arg(body)
+        .arg(keys.len())
+        .arg(keys)
+        .arg(args);
+    command
+}
+
+/// The replica count a `WAIT` answered.
+fn acked(value: Option<Value>) -> Result<u32> {
+    match reply(value)? {
+        Reply::Int(n) => Ok(u32::try_from(n).unwrap_or(0)),
+        other => Err(unexpected("WAIT", &other)),
+    }
+}
+
+/// A reply as ours, or the error it carries.
+fn reply(value: Option<Value>) -> Result<Reply> {
+    server_reply(value.unwrap_or(Value::Nil))
+        .map_err(|err| failed(&err, "Error communicating with the Redis Cluster"))
+}
+
+fn server_reply(value: Value) -> Result<Reply, RedisError> {
+    Ok(match value {
+        Value::Nil => Reply::Nil,
+        Value::Int(n) => Reply::Int(n),
+        Value::BulkString(bytes) => Reply::Data(bytes),
+        Value::SimpleString(_) | Value::Okay => Reply::Status,
+        Value::Array(items) => Reply::Array(
+            items
+                .into_iter()
+                .map(server_reply)
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::ServerError(err) => return Err(err.into()),
+        _ => Reply::Nil,
+    })
+}
+
+/// Counts the error by kind and words it for the PHP warning.
+fn failed(err: &RedisError, context: &str) -> anyhow::Error {
+    stats::error(error_kind(err));
+    anyhow!("{context}: {err}")
+}
 
 fn error_kind(err: &RedisError) -> stats::ErrorKind {
     let text = err.to_string();
@@ -356,47 +297,8 @@ fn error_kind(err: &RedisError) -> stats::ErrorKind {
     }
 }
 
-/// Failures that last only until the cluster has failed over, a node is back
-/// or the slot map has settled. Authentication, permission and script errors
-/// are not among them: they fail at once.
-fn is_transient(err: &RedisError) -> bool {
-    // The client reports a refused login or certificate while connecting as
-    // an I/O error whose text names the cause.
-    let text = err.to_string();
-    let refused = text.contains("AuthenticationFailed") || text.contains("certificate");
-    !refused
-        && matches!(
-            err.kind(),
-            ErrorKind::Io
-                | ErrorKind::ClusterConnectionNotFound
-                | ErrorKind::Client
-                | ErrorKind::Server(
-                    ServerErrorKind::TryAgain
-                        | ServerErrorKind::ClusterDown
-                        | ServerErrorKind::MasterDown
-                        | ServerErrorKind::BusyLoading
-                        | ServerErrorKind::ReadOnly
-                        | ServerErrorKind::Moved
-                        | ServerErrorKind::Ask
-                )
-        )
-}
-
-/// Error replies leave the connection in sync; anything else (I/O, timeout,
-/// cluster down, protocol confusion) may not.
-fn leaves_connection_usable(err: &RedisError) -> bool {
-    matches!(
-        err.kind(),
-        ErrorKind::Extension
-            | ErrorKind::UnexpectedReturnType
-            | ErrorKind::Server(
-                ServerErrorKind::ResponseError
-                    | ServerErrorKind::NoScript
-                    | ServerErrorKind::ExecAbort
-                    | ServerErrorKind::CrossSlot
-                    | ServerErrorKind::NoPerm
-            )
-    )
+fn unexpected(what: &str, reply: &Reply) -> anyhow::Error {
+    anyhow!("unexpected {} reply to {what}", reply.kind())
 }
 
 /// A TTL as Redis takes it in EX/EXPIRE: whole seconds, at least 1 (0 is an error).
@@ -404,57 +306,35 @@ pub fn whole_seconds(ttl: Duration) -> u64 {
     ttl.as_secs().max(1)
 }
 
+fn set_command(key: &[u8], value: &[u8], ttl: Duration) -> Cmd {
+    let mut command = cmd("SET");
+    command
+        .arg(key)
+        .arg(value)
+        .arg("EX")
+        .arg(whole_seconds(ttl));
+    command
+}
+
 impl SessionStore for ClusterStore {
     fn get(&mut self, key: &[u8], refresh: Option<Duration>) -> Result<Option<Vec<u8>>> {
-        match refresh {
-            Some(ttl) => self.query(cmd("GETEX").arg(key).arg("EX").arg(whole_seconds(ttl))),
-            None => self.query(cmd("GET").arg(key)),
+        let command = match refresh {
+            Some(ttl) => cmd("GETEX")
+                .arg(key)
+                .arg("EX")
+                .arg(whole_seconds(ttl))
+                .clone(),
+            None => cmd("GET").arg(key).clone(),
+        };
+        match self.command(key, &command)? {
+            Reply::Data(data) => Ok(Some(data)),
+            Reply::Nil => Ok(None),
+            other => Err(unexpected("GET", &other)),
         }
     }
 
     fn set(&mut self, key: &[u8], value: &[u8], ttl: Duration) -> Result<()> {
-        self.query(
-            cmd("SET")
-                .arg(key)
-                .arg(value)
-                .arg("EX")
-                .arg(whole_seconds(ttl)),
-        )
-    }
-
-    fn expire(&mut self, key: &[u8], ttl: Duration) -> Result<bool> {
-        self.query(cmd("EXPIRE").arg(key).arg(whole_seconds(ttl)))
-    }
-
-    fn exists(&mut self, key: &[u8]) -> Result<bool> {
-        self.query(cmd("EXISTS").arg(key))
-    }
-
-    fn delete(&mut self, key: &[u8]) -> Result<()> {
-        self.query::<i64>(cmd("DEL").arg(key)).map(drop)
-    }
-
-    fn eval(&mut self, script: &LuaScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<redis::Value> {
-        self.with_connection(|connection| {
-            run_script(script, keys, args, |command| {
-                command.query(&mut connection.cluster)
-            })
-        })
-    }
-
-    fn eval_acked(
-        &mut self,
-        script: &LuaScript,
-        keys: &[&[u8]],
-        args: &[&[u8]],
-        ack: ReplicaAck,
-    ) -> Result<(redis::Value, u32)> {
-        let ack = self.within_read_timeout(ack);
-        self.with_connection(|connection| {
-            run_script(script, keys, args, |command| {
-                query_then_wait(&mut connection.cluster, command, ack)
-            })
-        })
+        self.command(key, &set_command(key, value, ttl)).map(drop)
     }
 
     fn set_acked(
@@ -464,25 +344,51 @@ impl SessionStore for ClusterStore {
         ttl: Duration,
         ack: ReplicaAck,
     ) -> Result<u32> {
-        let ack = self.within_read_timeout(ack);
-        let mut command = cmd("SET");
-        command
-            .arg(key)
-            .arg(value)
-            .arg("EX")
-            .arg(whole_seconds(ttl));
-        self.with_connection(|connection| {
-            query_then_wait(&mut connection.cluster, &command, ack).map(|(_, acked)| acked)
-        })
+        self.with_wait(key, &set_command(key, value, ttl), ack)
+            .map(|(_, acked)| acked)
     }
 
-    fn wait_for_wake(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>> {
-        // A socket read timeout mid-BLPOP would drop the connection.
-        let timeout = timeout.min(self.config.read_timeout / 2);
+    fn expire(&mut self, key: &[u8], ttl: Duration) -> Result<bool> {
+        Ok(self.command(key, cmd("EXPIRE").arg(key).arg(whole_seconds(ttl)))? == Reply::Int(1))
+    }
+
+    fn exists(&mut self, key: &[u8]) -> Result<bool> {
+        Ok(self.command(key, cmd("EXISTS").arg(key))? == Reply::Int(1))
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<()> {
+        self.command(key, cmd("DEL").arg(key)).map(drop)
+    }
+}
+
+impl LockStore for ClusterStore {
+    fn eval(&mut self, script: &LuaScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<Reply> {
+        self.script(script, keys, args, None)
+            .map(|(reply, _)| reply)
+    }
+
+    fn eval_acked(
+        &mut self,
+        script: &LuaScript,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+        ack: ReplicaAck,
+    ) -> Result<(Reply, u32)> {
+        let (reply, acked) = self.script(script, keys, args, Some(ack))?;
+        Ok((reply, acked.unwrap_or(0)))
+    }
+
+    fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>> {
         let millis = timeout.as_millis().max(1);
         let seconds = format!("{}.{:03}", millis / 1000, millis % 1000);
-        let popped: Option<(Vec<u8>, Vec<u8>)> = self.query(cmd("BLPOP").arg(key).arg(seconds))?;
-        Ok(popped.map(|(_, element)| element))
+        match self.command_with(key, cmd("BLPOP").arg(key).arg(seconds), timeout)? {
+            Reply::Array(mut items) if items.len() == 2 => match items.pop() {
+                Some(Reply::Data(element)) => Ok(Some(element)),
+                _ => bail!("unexpected reply to BLPOP"),
+            },
+            Reply::Nil => Ok(None),
+            other => Err(unexpected("BLPOP", &other)),
+        }
     }
 
     fn delete_if_equal(
@@ -490,74 +396,39 @@ impl SessionStore for ClusterStore {
         key: &[u8],
         value: &[u8],
         command: ReleaseCommand,
-    ) -> Result<Option<bool>> {
-        let request = match command {
-            ReleaseCommand::Delex => cmd("DELEX").arg(key).arg("IFEQ").arg(value).clone(),
-            ReleaseCommand::Delifeq => cmd("DELIFEQ").arg(key).arg(value).clone(),
+        queue: &[u8],
+    ) -> Result<Option<(bool, u64)>> {
+        let (name, request) = match command {
+            ReleaseCommand::Delex => (
+                "DELEX",
+                cmd("DELEX").arg(key).arg("IFEQ").arg(value).clone(),
+            ),
+            ReleaseCommand::Delifeq => ("DELIFEQ", cmd("DELIFEQ").arg(key).arg(value).clone()),
             ReleaseCommand::Eval => return Ok(None),
         };
-        self.with_connection(|connection| {
-            if connection.unsupported.contains(&command) {
+        if self.with_cluster(|cluster| cluster.is_unsupported(name)) {
+            return Ok(None);
+        }
+        let mut packed = request.get_packed_command();
+        cmd("ZCARD").arg(queue).write_packed_command(&mut packed);
+        let mut replies = self.request(key, &packed, 2, Duration::ZERO)?.into_iter();
+        let deleted = match replies.next().map(server_reply) {
+            Some(Ok(Reply::Int(n))) => n == 1,
+            Some(Err(err)) if is_unknown_command(&err) => {
+                self.with_cluster(|cluster| cluster.mark_unsupported(name));
                 return Ok(None);
             }
-            match request.query::<i64>(&mut connection.cluster) {
-                Ok(deleted) => Ok(Some(deleted == 1)),
-                Err(err) if is_unknown_command(&err) => {
-                    connection.unsupported.push(command);
-                    Ok(None)
-                }
-                Err(err) => Err(err),
+            Some(Err(err)) => {
+                return Err(failed(&err, "Error communicating with the Redis Cluster"));
             }
-        })
+            _ => bail!("unexpected reply to {name}"),
+        };
+        let waiting = match reply(replies.next())? {
+            Reply::Int(n) => n.unsigned_abs(),
+            other => return Err(unexpected("ZCARD", &other)),
+        };
+        Ok(Some((deleted, waiting)))
     }
-}
-
-/// Runs a script with `query`: EVALSHA, then EVAL if the server lacks it.
-fn run_script<T>(
-    script: &LuaScript,
-    keys: &[&[u8]],
-    args: &[&[u8]],
-    mut query: impl FnMut(&Cmd) -> RedisResult<T>,
-) -> RedisResult<T> {
-    // Sized up front: growing the argument buffers cost more than the rest of building it.
-    let count = 3 + keys.len() + args.len();
-    let size: usize = keys.iter().chain(args).map(|arg| arg.len()).sum();
-    let invoke = |verb: &str, body: &str| {
-        let mut command = Cmd::with_capacity(count, size + verb.len() + body.len() + 4);
-        command
-            .arg(verb)
-            .arg(body)
-            .arg(keys.len())
-            .arg(keys)
-            .arg(args);
-        command
-    };
-    match query(&invoke("EVALSHA", script.sha1())) {
-        Err(err) if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-            query(&invoke("EVAL", script.source()))
-        }
-        result => result,
-    }
-}
-
-/// `command`, then `WAIT replicas timeout`, in one round trip: routed as a
-/// unit by the command's key, so WAIT asks the primary that ran it.
-fn query_then_wait(
-    cluster: &mut ClusterConnection<NodeConnection>,
-    command: &Cmd,
-    ack: ReplicaAck,
-) -> RedisResult<(redis::Value, u32)> {
-    let mut wait = cmd("WAIT");
-    wait.arg(ack.replicas)
-        .arg(u64::try_from(ack.timeout.as_millis()).unwrap_or(u64::MAX));
-    let mut pipe = redis::Pipeline::with_capacity(2);
-    pipe.add_command(command.clone()).add_command(wait);
-    let mut replies = cluster.req_packed_commands(&pipe.get_packed_pipeline(), 0, 2)?;
-    let acked = match replies.pop() {
-        Some(reply) => u32::from_redis_value(reply)?,
-        None => 0,
-    };
-    Ok((replies.pop().unwrap_or(redis::Value::Nil), acked))
 }
 
 fn is_unknown_command(err: &RedisError) -> bool {
@@ -587,6 +458,19 @@ pub(crate) mod cluster_tests {
         ClusterStore::new((&save_path::parse(&path).unwrap()).into())
     }
 
+    /// An integer reply to a command on `key`'s primary.
+    pub(crate) fn int(store: &ClusterStore, key: &[u8], command: &Cmd) -> i64 {
+        match store.command(key, command).unwrap() {
+            Reply::Int(n) => n,
+            other => panic!("not an integer: {other:?}"),
+        }
+    }
+
+    fn keyslot(store: &ClusterStore, key: &[u8]) -> u16 {
+        // CLUSTER KEYSLOT is answered by any node; route it by the key.
+        u16::try_from(int(store, key, cmd("CLUSTER").arg("KEYSLOT").arg(key))).unwrap()
+    }
+
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
     fn hash_slots_match_cluster_keyslot() {
@@ -608,14 +492,10 @@ pub(crate) mod cluster_tests {
         );
         keys.push(vec![0, 0xff, b'{', 0x80, b'}']);
         for key in keys {
-            let server: u16 = store
-                .query(cmd("CLUSTER").arg("KEYSLOT").arg(&key))
-                .unwrap();
+            let server = keyslot(&store, &key);
             assert_eq!(hash_slot(&key), server, "{key:?}");
             if let Ok(lock) = lock_key(&key) {
-                let lock_slot: u16 = store
-                    .query(cmd("CLUSTER").arg("KEYSLOT").arg(&lock))
-                    .unwrap();
+                let lock_slot = keyslot(&store, &lock);
                 assert_eq!(lock_slot, server, "lock key of {key:?}");
             }
         }
@@ -637,7 +517,7 @@ pub(crate) mod cluster_tests {
             store.get(&key, Some(Duration::from_secs(90))).unwrap(),
             Some(value)
         );
-        let ttl: i64 = store.query(cmd("TTL").arg(&key)).unwrap();
+        let ttl = int(&store, &key, cmd("TTL").arg(&key));
         assert!((85..=90).contains(&ttl), "{ttl}");
         store.delete(&key).unwrap();
         assert!(!store.exists(&key).unwrap());

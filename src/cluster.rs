@@ -1,0 +1,665 @@
+//! Our own routing on a Redis/Valkey cluster, over the `redis` crate's plain
+//! node connections: a slot map learnt from one node, a connection to each
+//! primary only when a request goes there, and every cluster redirect handled
+//! in one place.
+//!
+//! - `MOVED`: the slot has a new owner. The entry is fixed at once and the
+//!   whole map is fetched again, at most once per [`MAP_REFRESH_INTERVAL`].
+//! - `ASK`: the slot is migrating and our keys are on the target: send
+//!   `ASKING` and the request there, once; the map is not changed.
+//! - `TRYAGAIN`: the slot is migrating and only some of our keys have moved:
+//!   the same request again after a short pause, until the migration ends.
+//! - `CLUSTERDOWN`, `MASTERDOWN`, `LOADING`, `READONLY` and broken or hung
+//!   connections: a failover or restart is under way; the map is fetched
+//!   again and the request retried.
+//!
+//! None of these replies means the request ran, except an I/O error, which
+//! may come after it ran: the session protocol makes every request safe to
+//! repeat (see `lock.rs`). Everything is retried until the request's
+//! deadline. Only the broken connection is dropped; redirects keep them all.
+
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use redis::{
+    Client, ConnectionAddr, ConnectionInfo, ErrorKind, IntoConnectionInfo, RedisConnectionInfo,
+    RedisError, RedisResult, ServerErrorKind, Value,
+};
+
+use crate::keys::SLOT_COUNT;
+use crate::save_path::{Auth, SavePath, Seed, Tls};
+
+/// Everything that identifies a cluster and how to reach it; each distinct one
+/// gets its own slot map and connections.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConnectionConfig {
+    pub seeds: Vec<Seed>,
+    pub auth: Option<Auth>,
+    pub connect_timeout: Duration,
+    pub read_timeout: Duration,
+    pub tls: Option<Tls>,
+}
+
+impl From<&SavePath> for ConnectionConfig {
+    fn from(path: &SavePath) -> Self {
+        ConnectionConfig {
+            seeds: path.seeds.clone(),
+            auth: path.auth.clone(),
+            connect_timeout: path.connect_timeout,
+            read_timeout: path.read_timeout,
+            tls: path.tls.clone(),
+        }
+    }
+}
+
+/// A storm of `MOVED` (a reshard, a failover) fetches the map at most this often.
+const MAP_REFRESH_INTERVAL: Duration = Duration::from_millis(100);
+/// Pause before repeating a request a migrating slot answered `TRYAGAIN`.
+const TRYAGAIN_PAUSE: Duration = Duration::from_millis(10);
+/// Pause between attempts while a failover or restart is under way.
+const RECOVERY_PAUSE: Duration = Duration::from_millis(100);
+/// Pause before following a `MOVED` right after a fresh map: the cluster is
+/// still converging, and the pause keeps a redirect loop from spinning.
+const MOVED_PAUSE: Duration = Duration::from_millis(1);
+const NO_OWNER: u16 = u16::MAX;
+
+/// `ASKING`, sent ahead of a request that an `ASK` redirected.
+const ASKING: &[u8] = b"*1\r\n$6\r\nASKING\r\n";
+
+/// A node's address as the slot map names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeAddr {
+    pub host: String,
+    pub port: u16,
+}
+
+impl std::fmt::Display for NodeAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// Slot ranges, first and last slot, with their primary.
+type SlotMap = Vec<(u16, u16, NodeAddr)>;
+
+struct Node {
+    addr: NodeAddr,
+    connection: Option<redis::Connection>,
+}
+
+/// One cluster's slot map and connections, kept for the worker's life.
+pub struct Cluster {
+    config: ConnectionConfig,
+    /// The process that made the connections: a forked child must not use them.
+    pid: u32,
+    nodes: Vec<Node>,
+    /// Index into `nodes` of each slot's primary, or [`NO_OWNER`].
+    slots: Box<[u16]>,
+    refreshed: Option<Instant>,
+    /// Seeds in the order to try them: one that failed goes last.
+    seed_order: Vec<usize>,
+    /// Commands a node answered "unknown command", not tried again.
+    unsupported: Vec<&'static str>,
+}
+
+/// Why a request failed for good, and whether it may still succeed later.
+#[derive(Debug)]
+pub struct Failure {
+    pub error: RedisError,
+    /// No slot map could be had from any node.
+    pub no_map: bool,
+}
+
+/// What a redirect or error reply asks of the next attempt.
+enum Next {
+    Done,
+    Ask(NodeAddr),
+    Again(Duration),
+    Refresh(Duration),
+}
+
+impl Cluster {
+    pub fn new(config: ConnectionConfig) -> Self {
+        let seed_order = (0..config.seeds.len()).collect();
+        Cluster {
+            config,
+            pid: std::process::id(),
+            nodes: Vec::new(),
+            slots: vec![NO_OWNER; usize::from(SLOT_COUNT)].into_boxed_slice(),
+            refreshed: None,
+            seed_order,
+            unsupported: Vec::new(),
+        }
+    }
+
+    pub fn config(&self) -> &ConnectionConfig {
+        &self.config
+    }
+
+    pub fn is_unsupported(&self, command: &'static str) -> bool {
+        self.unsupported.contains(&command)
+    }
+
+    pub fn mark_unsupported(&mut self, command: &'static str) {
+        self.unsupported.push(command);
+    }
+
+    /// How many node connections are open.
+    pub fn open_connections(&self) -> usize {
+        self.nodes.iter().filter(|n| n.connection.is_some()).count()
+    }
+
+    /// After `fork()` the child shares the parent's sockets: forgetting them
+    /// (no `QUIT`, no `shutdown(2)`, no TLS close) leaves the parent's intact.
+    fn forget_if_forked(&mut self) {
+        let pid = std::process::id();
+        if pid != self.pid {
+            for node in &mut self.nodes {
+                if let Some(connection) = node.connection.take() {
+                    std::mem::forget(connection);
+                }
+            }
+            self.pid = pid;
+        }
+    }
+
+    /// Sends `packed` (`count` commands, all on `slot`) to the slot's primary
+    /// and returns the replies, following redirects and retrying until
+    /// `deadline`. Each attempt waits at most `reply_timeout` for the replies.
+    /// Error replies other than redirects come back as `Value::ServerError`.
+    pub fn request(
+        &mut self,
+        slot: u16,
+        packed: &[u8],
+        count: usize,
+        reply_timeout: Duration,
+        deadline: Instant,
+    ) -> Result<Vec<Value>, Failure> {
+        self.forget_if_forked();
+        let mut ask: Option<NodeAddr> = None;
+        loop {
+            let outcome = self.attempt(slot, packed, count, reply_timeout, deadline, ask.take());
+            let pause = match outcome {
+                Ok((replies, Next::Done)) => return Ok(replies),
+                Ok((_, Next::Ask(target))) => {
+                    ask = Some(target);
+                    Duration::ZERO
+                }
+                Ok((_, Next::Again(pause))) => pause,
+                Ok((_, Next::Refresh(pause))) => {
+                    self.refreshed = None;
+                    pause
+                }
+                Err(failure) => {
+                    let transient = !failure.no_map && is_transient(&failure.error);
+                    if !transient || Instant::now() + RECOVERY_PAUSE >= deadline {
+                        return Err(failure);
+                    }
+                    self.refreshed = None;
+                    RECOVERY_PAUSE
+                }
+            };
+            if Instant::now() + pause >= deadline {
+                return Err(Failure {
+                    error: RedisError::from((
+                        ErrorKind::Io,
+                        "the cluster did not settle in time",
+                        "redirected or asked to try again until the read timeout".to_owned(),
+                    )),
+                    no_map: false,
+                });
+            }
+            sleep(pause);
+        }
+    }
+
+    fn attempt(
+        &mut self,
+        slot: u16,
+        packed: &[u8],
+        count: usize,
+        reply_timeout: Duration,
+        deadline: Instant,
+        ask: Option<NodeAddr>,
+    ) -> Result<(Vec<Value>, Next), Failure> {
+        let ask_target = ask.is_some();
+        let index = match ask {
+            Some(target) => self.node_index(target),
+            None => {
+                if self.slots[usize::from(slot)] == NO_OWNER || self.refreshed.is_none() {
+                    self.refresh_map(deadline)?;
+                }
+                match self.slots[usize::from(slot)] {
+                    NO_OWNER => {
+                        return Ok((Vec::new(), Next::Refresh(RECOVERY_PAUSE)));
+                    }
+                    owner => usize::from(owner),
+                }
+            }
+        };
+        let asking = ask_target;
+        let replies = self
+            .send(index, packed, count, asking, reply_timeout, deadline)
+            .map_err(|error| Failure {
+                error,
+                no_map: false,
+            })?;
+        let next = self.redirect(slot, &replies);
+        Ok((replies, next))
+    }
+
+    /// What the first redirect among the replies asks for.
+    fn redirect(&mut self, slot: u16, replies: &[Value]) -> Next {
+        for reply in replies {
+            let Value::ServerError(error) = reply else {
+                continue;
+            };
+            let error: RedisError = error.clone().into();
+            match error.kind() {
+                ErrorKind::Server(ServerErrorKind::Moved) => {
+                    if let Some(addr) = redirect_target(&error) {
+                        let index = self.node_index(addr);
+                        self.slots[usize::from(slot)] = u16::try_from(index).unwrap_or(NO_OWNER);
+                    }
+                    // Keep the map we have if it was fetched just now.
+                    let stale = self
+                        .refreshed
+                        .is_none_or(|at| at.elapsed() >= MAP_REFRESH_INTERVAL);
+                    return if stale {
+                        Next::Refresh(Duration::ZERO)
+                    } else {
+                        Next::Again(MOVED_PAUSE)
+                    };
+                }
+                ErrorKind::Server(ServerErrorKind::Ask) => {
+                    if let Some(addr) = redirect_target(&error) {
+                        return Next::Ask(addr);
+                    }
+                }
+                ErrorKind::Server(ServerErrorKind::TryAgain) => {
+                    return Next::Again(TRYAGAIN_PAUSE);
+                }
+                ErrorKind::Server(
+                    ServerErrorKind::ClusterDown
+                    | ServerErrorKind::MasterDown
+                    | ServerErrorKind::BusyLoading
+                    | ServerErrorKind::ReadOnly,
+                ) => return Next::Refresh(RECOVERY_PAUSE),
+                _ => {}
+            }
+        }
+        Next::Done
+    }
+
+    fn node_index(&mut self, addr: NodeAddr) -> usize {
+        match self.nodes.iter().position(|node| node.addr == addr) {
+            Some(index) => index,
+            None => {
+                self.nodes.push(Node {
+                    addr,
+                    connection: None,
+                });
+                self.nodes.len() - 1
+            }
+        }
+    }
+
+    /// One round trip to a node, connecting first if needed. A connection
+    /// that fails is closed, never reused: it may be out of step.
+    fn send(
+        &mut self,
+        index: usize,
+        packed: &[u8],
+        count: usize,
+        asking: bool,
+        reply_timeout: Duration,
+        deadline: Instant,
+    ) -> RedisResult<Vec<Value>> {
+        if self.nodes[index].connection.is_none() {
+            let connection = self.connect(&self.nodes[index].addr.clone(), deadline)?;
+            self.nodes[index].connection = Some(connection);
+        }
+        let connection = self.nodes[index]
+            .connection
+            .as_mut()
+            .expect("connected above");
+        let result = (|| {
+            connection.set_read_timeout(Some(reply_timeout.max(Duration::from_millis(1))))?;
+            if asking {
+                let mut with_asking = Vec::with_capacity(ASKING.len() + packed.len());
+                with_asking.extend_from_slice(ASKING);
+                with_asking.extend_from_slice(packed);
+                redis::ConnectionLike::req_packed_commands(connection, &with_asking, 1, count)
+            } else {
+                redis::ConnectionLike::req_packed_commands(connection, packed, 0, count)
+            }
+        })();
+        if result.is_err() {
+            self.nodes[index].connection = None;
+        }
+        result
+    }
+
+    /// A connection whose connect, TLS handshake and AUTH end by `deadline`,
+    /// and at the latest after the connect timeout.
+    fn connect(&self, addr: &NodeAddr, deadline: Instant) -> RedisResult<redis::Connection> {
+        let timeout = deadline
+            .saturating_duration_since(Instant::now())
+            .min(self.config.connect_timeout);
+        if timeout.is_zero() {
+            return Err(RedisError::from((
+                ErrorKind::Io,
+                "no time left to connect",
+                addr.to_string(),
+            )));
+        }
+        let info = connection_info(&self.config, addr)?;
+        let connection = Client::open(info)?.get_connection_with_timeout(timeout)?;
+        connection.set_write_timeout(Some(self.config.read_timeout))?;
+        Ok(connection)
+    }
+
+    /// Fetches the slot map from a node we are connected to, else from the
+    /// seeds in turn. A seed connection is kept only if the seed is a primary.
+    fn refresh_map(&mut self, deadline: Instant) -> Result<(), Failure> {
+        let mut last_error = None;
+        let connected: Vec<usize> = (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].connection.is_some())
+            .collect();
+        for index in connected {
+            match self.send(
+                index,
+                CLUSTER_SLOTS,
+                1,
+                false,
+                self.config.read_timeout,
+                deadline,
+            ) {
+                Ok(mut replies) => {
+                    let asked = self.nodes[index].addr.clone();
+                    match parse_slots(replies.pop(), &asked) {
+                        Ok(map) => {
+                            self.install_map(map);
+                            return Ok(());
+                        }
+                        Err(error) => last_error = Some(error),
+                    }
+                }
+                Err(error) => last_error = Some(error),
+            }
+        }
+        for turn in 0..self.seed_order.len() {
+            let seed = &self.config.seeds[self.seed_order[turn]];
+            let asked = NodeAddr {
+                host: seed.host.clone(),
+                port: seed.port,
+            };
+            match self.map_from_seed(&asked, deadline) {
+                Ok((map, connection)) => {
+                    self.install_map(map);
+                    if let Some(node) = self.nodes.iter_mut().find(|node| node.addr == asked) {
+                        node.connection.get_or_insert(connection);
+                    }
+                    return Ok(());
+                }
+                Err(error) => {
+                    last_error = Some(error);
+                    // Tried last next time.
+                    let failed = self.seed_order.remove(turn);
+                    self.seed_order.push(failed);
+                    if Instant::now() >= deadline {
+                        break;
+                    }
+                }
+            }
+        }
+        Err(Failure {
+            error: last_error.unwrap_or_else(|| {
+                RedisError::from((ErrorKind::InvalidClientConfig, "no seed to connect to"))
+            }),
+            no_map: true,
+        })
+    }
+
+    fn map_from_seed(
+        &self,
+        asked: &NodeAddr,
+        deadline: Instant,
+    ) -> RedisResult<(SlotMap, redis::Connection)> {
+        let mut connection = self.connect(asked, deadline)?;
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        connection.set_read_timeout(Some(
+            remaining
+                .min(self.config.read_timeout)
+                .max(Duration::from_millis(1)),
+        ))?;
+        let reply = redis::ConnectionLike::req_packed_command(&mut connection, CLUSTER_SLOTS)?;
+        let map = parse_slots(Some(reply), asked)?;
+        Ok((map, connection))
+    }
+
+    fn install_map(&mut self, map: SlotMap) {
+        self.slots.fill(NO_OWNER);
+        for (start, end, addr) in map {
+            let index = u16::try_from(self.node_index(addr)).unwrap_or(NO_OWNER);
+            for slot in start..=end.min(SLOT_COUNT - 1) {
+                self.slots[usize::from(slot)] = index;
+            }
+        }
+        // Connections to nodes that no longer own a slot (demoted, removed) go.
+        for (index, node) in self.nodes.iter_mut().enumerate() {
+            let owns = self.slots.iter().any(|&owner| usize::from(owner) == index);
+            if !owns {
+                node.connection = None;
+            }
+        }
+        self.refreshed = Some(Instant::now());
+    }
+}
+
+const CLUSTER_SLOTS: &[u8] = b"*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n";
+
+/// The `host:port` an `ASK` or `MOVED` names.
+fn redirect_target(error: &RedisError) -> Option<NodeAddr> {
+    let (host, port) = error.redirect_node()?;
+    Some(NodeAddr {
+        host: host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned(),
+        port,
+    })
+}
+
+/// `CLUSTER SLOTS`: ranges with their primary first. An empty or `?` host
+/// means the node we asked.
+fn parse_slots(reply: Option<Value>, asked: &NodeAddr) -> RedisResult<SlotMap> {
+    let invalid = || RedisError::from((ErrorKind::Parse, "unexpected reply to CLUSTER SLOTS"));
+    let reply = match reply {
+        Some(Value::ServerError(error)) => return Err(error.into()),
+        Some(reply) => reply,
+        None => return Err(invalid()),
+    };
+    let Value::Array(ranges) = reply else {
+        return Err(invalid());
+    };
+    let mut map = Vec::with_capacity(ranges.len());
+    for range in ranges {
+        let Value::Array(items) = range else {
+            return Err(invalid());
+        };
+        let int = |value: Option<&Value>| match value {
+            Some(Value::Int(n)) => u16::try_from(*n).ok(),
+            _ => None,
+        };
+        let (Some(start), Some(end)) = (int(items.first()), int(items.get(1))) else {
+            return Err(invalid());
+        };
+        let Some(Value::Array(primary)) = items.get(2) else {
+            return Err(invalid());
+        };
+        let host = match primary.first() {
+            Some(Value::BulkString(host)) => String::from_utf8_lossy(host).into_owned(),
+            Some(Value::SimpleString(host)) => host.clone(),
+            Some(Value::Nil) | None => String::new(),
+            _ => return Err(invalid()),
+        };
+        let host = if host.is_empty() || host == "?" {
+            asked.host.clone()
+        } else {
+            host
+        };
+        let Some(port) = int(primary.get(1)) else {
+            return Err(invalid());
+        };
+        map.push((start, end, NodeAddr { host, port }));
+    }
+    if map.is_empty() {
+        return Err(RedisError::from((
+            ErrorKind::Server(ServerErrorKind::ClusterDown),
+            "the cluster serves no slots",
+        )));
+    }
+    Ok(map)
+}
+
+fn connection_info(config: &ConnectionConfig, addr: &NodeAddr) -> RedisResult<ConnectionInfo> {
+    let mut redis = RedisConnectionInfo::default().set_skip_set_lib_name();
+    if let Some(auth) = &config.auth {
+        redis = redis.set_password(&auth.password);
+        if let Some(user) = &auth.user {
+            redis = redis.set_username(user);
+        }
+    }
+    let address = match &config.tls {
+        None => ConnectionAddr::Tcp(addr.host.clone(), addr.port),
+        Some(tls) => tls_addr(tls, addr)?,
+    };
+    Ok(address
+        .into_connection_info()?
+        .set_redis_settings(redis)
+        .set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(true)))
+}
+
+/// TLS to a node, with certificates read from the files the save_path names.
+fn tls_addr(tls: &Tls, addr: &NodeAddr) -> RedisResult<ConnectionAddr> {
+    // rustls needs its crypto provider chosen once per process.
+    static PROVIDER: std::sync::Once = std::sync::Once::new();
+    PROVIDER.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    let read = |option: &str, path: &std::path::Path| {
+        std::fs::read(path).map_err(|err| {
+            RedisError::from((
+                ErrorKind::InvalidClientConfig,
+                "cannot read a TLS file",
+                format!("stream[{option}] {}: {err}", path.display()),
+            ))
+        })
+    };
+    let client_tls = match &tls.client_cert {
+        Some((cert, key)) => Some(redis::ClientTlsConfig {
+            client_cert: read("local_cert", cert)?,
+            client_key: read("local_pk", key)?,
+        }),
+        None => None,
+    };
+    let root_cert = tls
+        .cafile
+        .as_deref()
+        .map(|path| read("cafile", path))
+        .transpose()?;
+    let plain = ConnectionAddr::TcpTls {
+        host: addr.host.clone(),
+        port: addr.port,
+        insecure: !tls.verify_peer,
+        tls_params: None,
+    };
+    let mut address = if client_tls.is_some() || root_cert.is_some() {
+        let certificates = redis::TlsCertificates {
+            client_tls,
+            root_cert,
+        };
+        Client::build_with_tls(plain, certificates)?
+            .get_connection_info()
+            .addr()
+            .clone()
+    } else {
+        plain
+    };
+    address.set_danger_accept_invalid_hostnames(!tls.verify_peer_name);
+    Ok(address)
+}
+
+/// Failures that last only until the cluster has failed over, a node is back
+/// or the slot map has settled. Refused logins and certificates fail at once.
+pub fn is_transient(err: &RedisError) -> bool {
+    let text = err.to_string();
+    let refused = text.contains("AuthenticationFailed")
+        || text.contains("WRONGPASS")
+        || text.contains("certificate");
+    !refused
+        && (matches!(
+            err.kind(),
+            ErrorKind::Io
+                | ErrorKind::Server(
+                    ServerErrorKind::TryAgain
+                        | ServerErrorKind::ClusterDown
+                        | ServerErrorKind::MasterDown
+                        | ServerErrorKind::BusyLoading
+                        | ServerErrorKind::ReadOnly
+                        | ServerErrorKind::Moved
+                        | ServerErrorKind::Ask
+                )
+        ) || err.is_timeout()
+            || err.is_connection_dropped())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(host: &str, port: i64) -> Value {
+        Value::Array(vec![
+            Value::BulkString(host.as_bytes().to_vec()),
+            Value::Int(port),
+            Value::BulkString(b"id".to_vec()),
+        ])
+    }
+
+    #[test]
+    fn slot_map_hosts_default_to_the_node_asked() {
+        let asked = NodeAddr {
+            host: "10.0.0.9".into(),
+            port: 7000,
+        };
+        let reply = Value::Array(vec![
+            Value::Array(vec![Value::Int(0), Value::Int(5460), node("?", 7001)]),
+            Value::Array(vec![Value::Int(5461), Value::Int(10922), node("", 7002)]),
+            Value::Array(vec![
+                Value::Int(10923),
+                Value::Int(16383),
+                node("::1", 7003),
+                node("replica.example", 7004),
+            ]),
+        ]);
+        let map = parse_slots(Some(reply), &asked).unwrap();
+        let hosts: Vec<String> = map.iter().map(|(_, _, addr)| addr.to_string()).collect();
+        assert_eq!(hosts, ["10.0.0.9:7001", "10.0.0.9:7002", "[::1]:7003"]);
+        assert_eq!((map[2].0, map[2].1), (10923, 16383));
+    }
+
+    #[test]
+    fn a_map_without_slots_is_an_error() {
+        let asked = NodeAddr {
+            host: "h".into(),
+            port: 1,
+        };
+        assert!(parse_slots(Some(Value::Array(vec![])), &asked).is_err());
+        assert!(parse_slots(Some(Value::Int(3)), &asked).is_err());
+    }
+}
