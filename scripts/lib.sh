@@ -31,6 +31,13 @@ server_binaries() {
     [ -x "$SERVER_BIN" ] || die "$1 server binary not found; run scripts/install-deps.sh"
 }
 
+# The flavor's CLI: cluster_cli FLAVOR ARGS...
+cluster_cli() {
+    server_binaries "$1"
+    shift
+    "$CLI_BIN" "$@"
+}
+
 # Default first port of each flavor's cluster, so both can run side by side.
 default_base_port() {
     case "$1" in redis) echo 7100 ;; valkey) echo 7200 ;; esac

@@ -37,8 +37,22 @@ for flavor in redis valkey; do
         unset RCS_TLS_SEEDS
     fi
     "$ROOT/scripts/cluster.sh" start "$flavor"
-    RCS_SEEDS=$(cluster_seeds "$(default_base_port "$flavor")") cargo test --locked -- --ignored
+    base=$(default_base_port "$flavor")
+    # Every key a lock script touches must be among its KEYS: MONITOR the
+    # primaries while the cluster tests run, then check what the scripts did.
+    monitor_dir="$ROOT/.cluster/keys-monitor-$flavor"
+    rm -rf "$monitor_dir"
+    primaries=()
+    for port in $(seq "$base" $((base + 5))); do
+        [ "$(cluster_cli "$flavor" -p "$port" role | head -1)" = master ] && primaries+=("127.0.0.1:$port")
+    done
+    php "$ROOT/scripts/keys-monitor.php" watch "$monitor_dir" 1800 "${primaries[@]}" &
+    monitor_pid=$!
+    RCS_SEEDS=$(cluster_seeds "$base") cargo test --locked -- --ignored
     if out=$("$ROOT/scripts/php-tests.sh" "$flavor" 2>&1); then status=0; else status=$?; fi
+    kill "$monitor_pid"; wait "$monitor_pid" 2>/dev/null || true
+    php "$ROOT/scripts/keys-monitor.php" check "$monitor_dir" || status=1
+    rm -rf "$monitor_dir"
     printf '%s\n' "$out" | grep -vE '^TEST [0-9]+/[0-9]+' || true
     passed=$((passed + $(printf '%s\n' "$out" | sed -n 's/^Tests passed *: *\([0-9]*\).*/\1/p')))
     failed=$((failed + $(printf '%s\n' "$out" | sed -n 's/^Tests failed *: *\([0-9]*\).*/\1/p')))

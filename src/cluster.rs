@@ -112,6 +112,8 @@ pub struct Failure {
     pub error: RedisError,
     /// No slot map could be had from any node.
     pub no_map: bool,
+    /// A connection broke (I/O error or timeout): the request may have run.
+    pub broken: bool,
 }
 
 /// What a redirect or error reply asks of the next attempt.
@@ -171,6 +173,8 @@ impl Cluster {
     /// and returns the replies, following redirects and retrying until
     /// `deadline`. Each attempt waits at most `reply_timeout` for the replies.
     /// Error replies other than redirects come back as `Value::ServerError`.
+    /// A broken connection is retried only with `retry_broken`: a blocking
+    /// pop whose reply was lost must not block again.
     pub fn request(
         &mut self,
         slot: u16,
@@ -178,6 +182,7 @@ impl Cluster {
         count: usize,
         reply_timeout: Duration,
         deadline: Instant,
+        retry_broken: bool,
     ) -> Result<Vec<Value>, Failure> {
         self.forget_if_forked();
         let mut ask: Option<NodeAddr> = None;
@@ -195,7 +200,9 @@ impl Cluster {
                     pause
                 }
                 Err(failure) => {
-                    let transient = !failure.no_map && is_transient(&failure.error);
+                    let transient = !failure.no_map
+                        && is_transient(&failure.error)
+                        && (retry_broken || !failure.broken);
                     if !transient || Instant::now() + RECOVERY_PAUSE >= deadline {
                         return Err(failure);
                     }
@@ -211,6 +218,7 @@ impl Cluster {
                         "redirected or asked to try again until the read timeout".to_owned(),
                     )),
                     no_map: false,
+                    broken: false,
                 });
             }
             sleep(pause);
@@ -247,6 +255,7 @@ impl Cluster {
             .map_err(|error| Failure {
                 error,
                 no_map: false,
+                broken: true,
             })?;
         let next = self.redirect(slot, &replies);
         Ok((replies, next))
@@ -422,6 +431,7 @@ impl Cluster {
                 RedisError::from((ErrorKind::InvalidClientConfig, "no seed to connect to"))
             }),
             no_map: true,
+            broken: false,
         })
     }
 

@@ -293,6 +293,41 @@ mod tests {
     }
 
     #[test]
+    fn out_of_range_lock_settings_are_clamped() {
+        let load = |name: &'static CStr, value: &'static str| {
+            Settings::load(&ini(&[
+                (c"redis.session.locking_enabled", "1"),
+                (name, value),
+            ]))
+            .lock
+            .unwrap()
+        };
+        for tiny in ["1", "999", "-5", "-9223372036854775808"] {
+            assert_eq!(
+                load(c"redis.session.lock_wait_time", tiny).wait,
+                Duration::from_millis(1)
+            );
+        }
+        for huge in ["86401", "9223372036854775807"] {
+            let ttl = load(c"redis.session.lock_expire", huge).ttl;
+            assert_eq!(ttl, Duration::from_secs(MAX_LOCK_TTL_SECS));
+        }
+        let forever = LockSettings {
+            wait: Duration::from_micros(i64::MAX.unsigned_abs()),
+            retries: Some(u64::MAX),
+            ..load(c"redis.session.lock_retries", "1")
+        };
+        assert_eq!(
+            forever.total_wait(),
+            None,
+            "an overflow waits for ever, no panic"
+        );
+        let lock = load(c"redis.session.lock_retries", "3");
+        assert_eq!(lock.total_wait(), Some(Duration::from_millis(60)));
+        assert_eq!(load(c"redis.session.lock_retries", "-1").total_wait(), None);
+    }
+
+    #[test]
     fn compression_reads_name_and_level() {
         let settings = Settings::load(&ini(&[
             (c"redis.session.compression", "LZ4"),

@@ -140,15 +140,18 @@ impl ClusterStore {
         let slot = hash_slot(key);
         let reply_timeout = self.config.read_timeout + block;
         let deadline = Instant::now() + self.config.connect_timeout + reply_timeout;
-        self.with_cluster(|cluster| cluster.request(slot, packed, count, reply_timeout, deadline))
-            .map_err(|failure| {
-                let context = if failure.no_map {
-                    "Couldn't map cluster keyspace using any provided seed"
-                } else {
-                    "Error communicating with the Redis Cluster"
-                };
-                failed(&failure.error, context)
-            })
+        let retry_broken = block.is_zero();
+        self.with_cluster(|cluster| {
+            cluster.request(slot, packed, count, reply_timeout, deadline, retry_broken)
+        })
+        .map_err(|failure| {
+            let context = if failure.no_map {
+                "Couldn't map cluster keyspace using any provided seed"
+            } else {
+                "Error communicating with the Redis Cluster"
+            };
+            failed(&failure.error, context)
+        })
     }
 
     /// One command on the primary of `key`'s slot; an error reply is an error.
