@@ -7,11 +7,15 @@
 //   lagging   the replica frozen and cut off for 0.5 s, then its primary
 //             SIGKILLed, so the promoted replica misses that half second's writes
 //   lagging, write_replicas=1   the same with every write waiting for its replica
+//   reshard   (r1) the hot sessions' slots moved to another primary key by key,
+//             100 ms between keys, and back 7 s later
+//   mixed     (m) a rolling deploy: half the workers on the previous release
+//             (RCS_EXT_PREVIOUS), half on this one, on the same sessions
 // Prints a table; exits 1 if a hard rule broke: a PHP process crashed or hung,
 // a failure came without a warning, an acknowledged update was lost in the
 // graceful phase or with write_replicas=1, a lock outlived its TTL, a session
 // stalled too long or too many requests failed (see the end).
-//   RCS_EXT=... php -n chaos/chaos.php FLAVOR BASE_PORT [--short]
+//   RCS_EXT=... php -n chaos/chaos.php FLAVOR BASE_PORT [--short] [--only=PHASE,...]
 require __DIR__ . '/../php-tests/inc/resp.php';
 
 [, $flavor, $base] = $argv;
@@ -28,7 +32,11 @@ $phases = [
     'restart' => [$short ? 6 : 10, []],
     'lagging' => [$short ? 8 : 12, []],
     'lagging, write_replicas=1' => [$short ? 8 : 12, ['rediscluster_session.write_replicas' => '1']],
+    // (r1) The hot sessions' slots move to another primary key by key, and back 7 s later.
+    'reshard' => [14, []],
 ];
+// (m) A rolling deploy: the previous release and this one on the same sessions.
+if (getenv('RCS_EXT_PREVIOUS')) $phases['mixed'] = [$short ? 8 : 15, []];
 
 function log_line(string $text): void {
     fwrite(STDERR, "chaos: $text\n");
@@ -97,7 +105,7 @@ function stored_count(string $key): ?int {
     return is_string($data) && preg_match('/n\|i:(\d+);/', $data, $m) ? (int)$m[1] : ($data === null ? 0 : null);
 }
 
-function spawn_worker(array $job, string $prefix, array $phase_ini): array {
+function spawn_worker(array $job, string $prefix, array $phase_ini, string $ext): array {
     global $nodes;
     $save_path = implode('&', array_map(fn($a) => "seed[]=$a", $nodes))
         . '&timeout=0.5&read_timeout=2&prefix=' . urlencode($prefix);
@@ -108,7 +116,7 @@ function spawn_worker(array $job, string $prefix, array $phase_ini): array {
         'redis.session.locking_enabled' => '1', 'redis.session.lock_expire' => (string)$GLOBALS['lock_expire'],
         'redis.session.lock_wait_time' => '20000', 'redis.session.lock_retries' => '250',
     ] + $phase_ini;
-    $cmd = [PHP_BINARY, '-n', '-d', 'extension=' . getenv('RCS_EXT')];
+    $cmd = [PHP_BINARY, '-n', '-d', "extension=$ext"];
     foreach ($ini as $k => $v) array_push($cmd, '-d', "$k=\"$v\"");
     array_push($cmd, __DIR__ . '/worker.php', json_encode($job));
     $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
@@ -145,16 +153,30 @@ function run_phase(string $name, float $seconds, array $phase_ini, callable $eve
     $shared = 'shared' . bin2hex(random_bytes(8));
     $start_ns = hrtime(true) + 300_000_000;
     $procs = [];
+    $own = [];
     for ($i = 0; $i < $workers; $i++) {
-        $job = ['own' => "own$i" . bin2hex(random_bytes(8)), 'shared' => $shared,
+        $own[] = "own$i" . bin2hex(random_bytes(8));
+        $job = ['own' => $own[$i], 'shared' => $shared,
             'seconds' => $seconds, 'start_ns' => $start_ns];
-        $procs[] = spawn_worker($job, $prefix, $phase_ini);
+        // (m): every other worker runs the previous release.
+        $ext = $name === 'mixed' && $i % 2 ? getenv('RCS_EXT_PREVIOUS') : getenv('RCS_EXT');
+        $procs[] = spawn_worker($job, $prefix, $phase_ini, $ext);
     }
     time_nanosleep(0, 300_000_000);
     usleep((int)($before_event * 1e6));
     $slot = any_node(['CLUSTER', 'KEYSLOT', $prefix . $shared]);
+    // The hot sessions: the shared one and one worker's own on the same primary.
+    $hot = [$slot];
+    foreach ($own as $sid) {
+        $own_slot = any_node(['CLUSTER', 'KEYSLOT', $prefix . $sid]);
+        if ($own_slot !== $slot && slot_owners($own_slot)[0] === slot_owners($slot)[0]) {
+            $hot[] = $own_slot;
+            break;
+        }
+    }
+    $GLOBALS['migration_window'] = null;
     $event_ns = hrtime(true);
-    [$event_text, $event_seconds] = $event($slot);
+    [$event_text, $event_seconds] = $event($slot, $hot);
     $ended = [];
     $results = [];
     foreach ($procs as $w) {
@@ -208,6 +230,7 @@ function run_phase(string $name, float $seconds, array $phase_ini, callable $eve
         'event' => $event_text . ' after ' . ($event_seconds === null ? 'never' : round($event_seconds, 2) . ' s'),
         // How long the session's slot had no primary: only a kill leaves one.
         'no primary s' => str_starts_with($name, 'kill') || str_starts_with($name, 'lagging') ? $event_seconds : 0.0,
+        'migration window s' => $GLOBALS['migration_window'] === null ? '' : round($GLOBALS['migration_window'], 2),
         'ok' => array_sum($acked),
         'failed start' => $failures['start'],
         'failed write' => $failures['write'],
@@ -256,6 +279,81 @@ $events['lagging'] = function (int $slot) use (&$killed) {
     return ["$replicas[0] frozen and cut off 0.5 s, then SIGKILL $primary: replica promoted", $took];
 };
 $events['lagging, write_replicas=1'] = $events['lagging'];
+$events['mixed'] = fn() => ['previous release in workers 1, 3, 5, this one in 0, 2, 4', 0.0];
+$events['reshard'] = function (int $slot, array $slots) {
+    [$from] = slot_owners($slot);
+    $to = other_primary($from);
+    $started = microtime(true);
+    $windows = [migrate_slots($slots, $from, $to)];
+    usleep((int)max(0, (7 - (microtime(true) - $started)) * 1e6));
+    $windows[] = migrate_slots($slots, $to, $from);
+    $GLOBALS['migration_window'] = max($windows);
+    return [count($slots) . " slots moved $from -> $to key by key (" . MIGRATION_PAUSE_MS . " ms between keys) and back,"
+        . ' longest window ' . round(max($windows), 2) . ' s', microtime(true) - $started];
+};
+
+/** Pause between two keys of a migrating slot: it widens the window clients must ride out. */
+const MIGRATION_PAUSE_MS = 100;
+/** The shortest time a slot migrates: a few hundred ms, like a slot of a few keys per session. */
+const MIGRATION_MIN_WINDOW = 0.5;
+
+function node_id(string $addr): string {
+    return Resp::send($addr, ['CLUSTER', 'MYID']);
+}
+
+/** A primary other than $addr. */
+function other_primary(string $addr): string {
+    global $nodes;
+    foreach ($nodes as $node) {
+        if ($node !== $addr && Resp::send($node, ['ROLE'])[0] === 'master') return $node;
+    }
+    throw new RuntimeException('no other primary');
+}
+
+/**
+ * Moves $slots from $from to $to the classic way, all at once (IMPORTING and
+ * MIGRATING, MIGRATE key by key with a pause, SETSLOT NODE everywhere);
+ * returns the seconds the slots were migrating. Keys written meanwhile are
+ * moved too.
+ */
+function migrate_slots(array $slots, string $from, string $to): float {
+    global $nodes;
+    [$host, $port] = explode(':', $to);
+    $to_id = node_id($to);
+    $from_id = node_id($from);
+    $started = microtime(true);
+    foreach ($slots as $slot) {
+        Resp::send($to, ['CLUSTER', 'SETSLOT', $slot, 'IMPORTING', $from_id]);
+        Resp::send($from, ['CLUSTER', 'SETSLOT', $slot, 'MIGRATING', $to_id]);
+    }
+    while (microtime(true) - $started < 20) {
+        $keys = [];
+        foreach ($slots as $slot) {
+            $keys = array_merge($keys, Resp::send($from, ['CLUSTER', 'GETKEYSINSLOT', $slot, 1]));
+        }
+        // Hold the window open a while, as slots with more keys would.
+        if (!$keys && microtime(true) - $started >= MIGRATION_MIN_WINDOW) break;
+        foreach ($keys as $key) {
+            $reply = Resp::send($from, ['MIGRATE', $host, $port, '', 0, 5000, 'REPLACE', 'KEYS', $key]);
+            if ($reply instanceof RespError && !str_contains($reply->message, 'NOKEY')) {
+                throw new RuntimeException("MIGRATE: $reply->message");
+            }
+        }
+        usleep(MIGRATION_PAUSE_MS * 1000);
+    }
+    foreach ($slots as $slot) Resp::send($to, ['CLUSTER', 'SETSLOT', $slot, 'NODE', $to_id]);
+    $window = microtime(true) - $started;
+    foreach ($nodes as $node) {
+        try {
+            if ($node !== $to && Resp::send($node, ['ROLE'])[0] === 'master') {
+                foreach ($slots as $slot) Resp::send($node, ['CLUSTER', 'SETSLOT', $slot, 'NODE', $to_id]);
+            }
+        } catch (Throwable) {
+            Resp::forget($node);
+        }
+    }
+    return $window;
+}
 
 /** Starts a killed node again; seconds until it is an in-sync replica, or null. */
 function restart_node(string $addr): ?float {
@@ -271,6 +369,12 @@ function restart_node(string $addr): ?float {
     }, 20);
 }
 
+// --only=PHASE,PHASE runs just those (the lagging phases need the kill phase before them).
+foreach ($argv as $arg) {
+    if (str_starts_with($arg, '--only=')) {
+        $phases = array_intersect_key($phases, array_flip(explode(',', substr($arg, 7))));
+    }
+}
 $rows = [];
 foreach ($phases as $name => [$seconds, $phase_ini]) {
     log_line("$flavor: phase $name, $workers workers, {$seconds} s");
@@ -300,7 +404,7 @@ sleep($lock_expire + 3);
 $stuck = count(lock_keys()) + $without_ttl;
 
 $columns = ['phase', 'ok', 'failed start', 'failed write', 'silent failures', 'lost acked', 'stored, not acked',
-    'longest session stall s', 'crashed or hung'];
+    'longest session stall s', 'migration window s', 'crashed or hung'];
 echo "\n$flavor ($workers workers, locked cycles, lock_expire=$lock_expire s, cluster-node-timeout 1 s)\n\n";
 echo '| ', implode(' | ', $columns), " |\n|", str_repeat('---|', count($columns)), "\n";
 foreach ($rows as $row) echo '| ', implode(' | ', array_map(fn($c) => $row[$c], $columns)), " |\n";
@@ -318,6 +422,15 @@ foreach ($rows as $row) {
     // The target is the promotion time plus 1 s; 2 s leaves room for a noisy machine. A lock
     // left behind by a failed write would stall its session for the lock TTL (10 s).
     $allowed = ($row['no primary s'] ?? INF) + 2;
+    if ($row['phase'] === 'mixed') {
+        // The two releases do not hand the lock to each other's waiters; nobody
+        // waits longer than lock_retries x lock_wait_time (250 x 20 ms).
+        $allowed = 5.0;
+    }
+    if ($row['migration window s'] !== '') {
+        // The target is the slot's migration window plus 0.5 s; 1 s leaves room for a noisy machine.
+        $allowed = $row['migration window s'] + 1;
+    }
     if ($row['longest session stall s'] > $allowed) {
         $broken[] = "{$row['phase']}: a session stalled {$row['longest session stall s']} s (allowed $allowed s)";
     }
@@ -332,11 +445,14 @@ foreach ($rows as $row) {
     }
 }
 $by_phase = array_column($rows, null, 'phase');
-if ($by_phase['graceful']['lost acked']) $broken[] = 'graceful failover lost acknowledged updates';
-if ($by_phase['lagging, write_replicas=1']['lost acked']) $broken[] = 'write_replicas=1 lost acknowledged updates';
+if (($by_phase['graceful']['lost acked'] ?? 0)) $broken[] = 'graceful failover lost acknowledged updates';
+foreach (['reshard', 'mixed'] as $phase) {
+    if (isset($by_phase[$phase]) && $by_phase[$phase]['lost acked']) $broken[] = "$phase lost acknowledged updates";
+}
+if (($by_phase['lagging, write_replicas=1']['lost acked'] ?? 0)) $broken[] = 'write_replicas=1 lost acknowledged updates';
 // Without write_replicas the frozen replica must have cost acknowledged updates,
 // or the phase above proved nothing.
-if (!$by_phase['lagging']['lost acked']) $broken[] = 'the lagging phase lost nothing: the scenario did not bite';
+if (isset($by_phase['lagging']) && !$by_phase['lagging']['lost acked']) $broken[] = 'the lagging phase lost nothing: the scenario did not bite';
 if ($stuck) $broken[] = "$stuck locks outlived their TTL";
 foreach ($broken as $why) echo "BROKEN: $why\n";
 exit($broken ? 1 : 0);

@@ -1,19 +1,42 @@
 #!/usr/bin/env bash
-# The failover chaos test in one command: installs what it needs, builds, and
-# for each server flavor starts a local cluster with a 1 s cluster-node-timeout,
-# runs chaos/chaos.php (graceful failover, SIGKILL of a primary, restart of the
-# killed node, under locked session load) and stops the cluster.
-#   chaos/run.sh [--short] [redis] [valkey]     (default: both, full length)
+# The chaos test in one command: installs what it needs, builds, and for each
+# server flavor starts a local cluster with a 1 s cluster-node-timeout, runs
+# chaos/chaos.php (failovers, slot migration, and in the full run a rolling
+# deploy beside the previous release) under locked session load, and stops
+# the cluster.
+#   chaos/run.sh [--short] [--only=PHASE,...] [redis] [valkey]     (default: both, full length)
+# The full run builds the previous release (PREVIOUS_RELEASE, a commit) once
+# into a cache outside the checkout, for the rolling-deploy phase.
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 cd "$ROOT"
 
-args=() flavors=()
+# The last commit before the lock keys were all declared (lock protocol v1).
+PREVIOUS_RELEASE=${PREVIOUS_RELEASE:-c49ee5f}
+
+args=() flavors=() short=no
 for arg in "$@"; do
-    case "$arg" in --*) args+=("$arg") ;; *) flavors+=("$arg") ;; esac
+    case "$arg" in --short) short=yes; args+=("$arg") ;; --*) args+=("$arg") ;; *) flavors+=("$arg") ;; esac
 done
 [ ${#flavors[@]} -gt 0 ] || flavors=(redis valkey)
 [ -n "${CHAOS_SKIP_SETUP:-}" ] || { "$ROOT/scripts/install-deps.sh"; "$ROOT/scripts/build.sh"; }
+
+# The previous release's extension, built once per commit and machine.
+previous_release() {
+    local cache=${RCS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rediscluster_session}/release-$1
+    local so="$cache/target/release/librediscluster_session.so"
+    if [ ! -f "$so" ]; then
+        log "building the previous release $1 into $cache"
+        rm -rf "$cache/src"
+        mkdir -p "$cache"
+        git -C "$ROOT" archive --prefix=src/ "$1" | tar -x -C "$cache"
+        (cd "$cache/src" && CARGO_TARGET_DIR="$cache/target" cargo build --release --locked --quiet)
+    fi
+    echo "$so"
+}
+if [ "$short" = no ] && [ -z "${RCS_EXT_PREVIOUS:-}" ]; then
+    export RCS_EXT_PREVIOUS=$(previous_release "$PREVIOUS_RELEASE")
+fi
 
 status=0
 for flavor in "${flavors[@]}"; do

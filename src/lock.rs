@@ -91,6 +91,9 @@ end
 /// this passing means it died. Also the longest single BLPOP, so that
 /// waiters look for such a dead hand-over at least this often.
 const HAND_OVER_TIMEOUT: Duration = Duration::from_millis(1000);
+/// The shortest BLPOP: servers check blocking timeouts 10 times a second (at
+/// the default hz), so shorter ones would only return late.
+const SHORTEST_PIECE: Duration = Duration::from_millis(100);
 
 /// KEYS: data, lock, queue, waiters, the caller's wake list, the wake list of
 /// the owner it suspects of a dead hand-over (or its own again).
@@ -389,10 +392,12 @@ impl Acquisition {
 
 /// Takes the lock and reads the data, waiting while it is busy for at most
 /// `lock_retries` × `lock_wait_time` in all (or forever), by the wall clock.
-/// A waiter blocks on its own list for the whole wait, in pieces of at most
-/// [`HAND_OVER_TIMEOUT`]; between pieces it checks for a hand-over that died
-/// on the way, and keeps its place in the queue. Also returns how long it
-/// waited (zero when the lock was free).
+/// A waiter blocks on its own list in pieces of `lock_wait_time`, within
+/// [`SHORTEST_PIECE`] and [`HAND_OVER_TIMEOUT`], keeping its place in the
+/// queue. Between pieces it looks for a lock that came free without a
+/// hand-over (a holder that died, DELEX, an older release of this extension)
+/// and for a hand-over that died on the way. Also returns how long it waited
+/// (zero when the lock was free).
 pub fn acquire_and_read(
     store: &mut impl LockStore,
     keys: LockKeys,
@@ -404,11 +409,12 @@ pub fn acquire_and_read(
     let deadline = lock
         .total_wait()
         .and_then(|total| started.checked_add(total));
+    let longest_piece = lock.wait.clamp(SHORTEST_PIECE, HAND_OVER_TIMEOUT);
     let mut waited = false;
     let outcome = loop {
         let remaining = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
         let last = remaining.is_some_and(|remaining| remaining.is_zero());
-        let piece = remaining.map_or(HAND_OVER_TIMEOUT, |r| r.min(HAND_OVER_TIMEOUT));
+        let piece = remaining.map_or(longest_piece, |r| r.min(longest_piece));
         let read_if_busy = last && lock.failure_readonly;
         let queue_for = if last { Duration::ZERO } else { piece };
         match acquisition.attempt(store, queue_for, read_if_busy) {
@@ -742,28 +748,29 @@ mod tests {
     }
 
     #[test]
-    fn a_waiter_blocks_once_for_its_whole_wait() {
-        // 10 x 20 ms: one attempt, one BLPOP of 200 ms, one last attempt
-        // that leaves the queue, instead of ten polls.
-        let lock = settings(Some(10), false, Duration::from_millis(20));
+    fn a_waiter_blocks_in_pieces_of_at_least_100_ms() {
+        // 20 x 15 ms: BLPOPs of 100, 100 and 100 ms, then a last attempt
+        // that leaves the queue, instead of twenty polls.
+        let lock = settings(Some(20), false, Duration::from_millis(15));
         let mut store = busy(Duration::from_secs(1));
         let started = Instant::now();
         assert!(matches!(acquire(&mut store, &lock), Acquired::Busy(None)));
         assert!(started.elapsed() < Duration::from_millis(600));
-        assert_eq!(store.waits.len(), 1);
-        assert!(store.waits[0] <= Duration::from_millis(200));
+        assert_eq!(store.waits.len(), 3);
+        assert!(store.waits.iter().all(|wait| *wait <= SHORTEST_PIECE));
         let wait_ms: Vec<&[u8]> = store.attempts.iter().map(|args| &args[4][..]).collect();
         assert_eq!(
             wait_ms.last(),
             Some(&&b"0"[..]),
             "the last attempt leaves the queue"
         );
-        assert_eq!(store.attempts.len(), 2);
+        assert_eq!(store.attempts.len(), 4);
     }
 
     #[test]
     fn long_waits_block_in_pieces_and_name_the_owner_they_suspect() {
         let lock = settings(Some(1), false, Duration::from_millis(2500));
+        // lock_wait_time 2.5 s: pieces of at most 1 s.
         let mut store = busy(Duration::from_secs(10));
         assert!(matches!(acquire(&mut store, &lock), Acquired::Busy(None)));
         assert_eq!(store.waits.len(), 3);
