@@ -9,6 +9,8 @@
 //   lagging, write_replicas=1   the same with every write waiting for its replica
 //   reshard   (r1) the hot sessions' slots moved to another primary key by key,
 //             100 ms between keys, and back 7 s later
+//   scale-out (r2, full run) ~300k filler keys; a fourth primary with a replica
+//             is added and rebalanced onto, then emptied and removed again
 //   mixed     (m) a rolling deploy: half the workers on the previous release
 //             (RCS_EXT_PREVIOUS), half on this one, on the same sessions
 // Prints a table; exits 1 if a hard rule broke: a PHP process crashed or hung,
@@ -35,6 +37,8 @@ $phases = [
     // (r1) The hot sessions' slots move to another primary key by key, and back 7 s later.
     'reshard' => [14, []],
 ];
+// (r2) Scale-out and back under load: a fourth primary takes a share of ~300k keys, then gives it back.
+if (!$short) $phases['scale-out'] = [40, []];
 // (m) A rolling deploy: the previous release and this one on the same sessions.
 if (getenv('RCS_EXT_PREVIOUS')) $phases['mixed'] = [$short ? 8 : 15, []];
 
@@ -279,6 +283,41 @@ $events['lagging'] = function (int $slot) use (&$killed) {
     return ["$replicas[0] frozen and cut off 0.5 s, then SIGKILL $primary: replica promoted", $took];
 };
 $events['lagging, write_replicas=1'] = $events['lagging'];
+$events['scale-out'] = function () {
+    global $base;
+    $started = microtime(true);
+    $filled = fill_cluster(300_000);
+    [$primary, $replica] = ['127.0.0.1:' . ($base + 6), '127.0.0.1:' . ($base + 7)];
+    $seed = any_live_primary();
+    cluster_script('start-node', $primary);
+    cluster_script('start-node', $replica);
+    wait_for(fn() => node_answers($primary) && node_answers($replica), 10);
+    $cli = fn(string ...$args) => cluster_cli([...$args]);
+    $cli('--cluster', 'add-node', $primary, $seed);
+    $agree = fn() => cluster_agrees_on($primary) && cluster_check($seed);
+    wait_for($agree, 30);
+    $primary_id = node_id($primary);
+    $cli('--cluster', 'add-node', $replica, $seed, '--cluster-slave', '--cluster-master-id', $primary_id);
+    $ready = fn(string $addr) => str_contains((string)Resp::send($addr, ['CLUSTER', 'INFO']), 'cluster_state:ok');
+    wait_for(fn() => cluster_healthy() && $ready($primary) && $ready($replica) && cluster_agrees_on($replica)
+        && cluster_check($seed), 30);
+    $out_started = microtime(true);
+    $cli('--cluster', 'rebalance', $seed, '--cluster-use-empty-masters', '--cluster-yes');
+    $out = microtime(true) - $out_started;
+    $moved = Resp::send($primary, ['DBSIZE']);
+    $in_started = microtime(true);
+    $cli('--cluster', 'rebalance', $seed, '--cluster-weight', "$primary_id=0", '--cluster-yes');
+    $in = microtime(true) - $in_started;
+    $cli('--cluster', 'del-node', $seed, node_id($replica));
+    $cli('--cluster', 'del-node', $seed, $primary_id);
+    foreach ([$primary, $replica] as $node) {
+        try { cluster_script('kill-node', $node); } catch (Throwable) {}
+        Resp::forget($node);
+    }
+    wait_for('cluster_healthy', 20);
+    return ["$filled filler keys; $primary + replica added, rebalanced onto it ($moved keys, " . round($out, 1)
+        . ' s), emptied again (' . round($in, 1) . ' s) and removed', microtime(true) - $started];
+};
 $events['mixed'] = fn() => ['previous release in workers 1, 3, 5, this one in 0, 2, 4', 0.0];
 $events['reshard'] = function (int $slot, array $slots) {
     [$from] = slot_owners($slot);
@@ -291,6 +330,94 @@ $events['reshard'] = function (int $slot, array $slots) {
     return [count($slots) . " slots moved $from -> $to key by key (" . MIGRATION_PAUSE_MS . " ms between keys) and back,"
         . ' longest window ' . round(max($windows), 2) . ' s', microtime(true) - $started];
 };
+
+function any_live_primary(): string {
+    global $nodes;
+    foreach ($nodes as $node) {
+        try {
+            if (Resp::send($node, ['ROLE'])[0] === 'master') return $node;
+        } catch (Throwable) {
+            Resp::forget($node);
+        }
+    }
+    throw new RuntimeException('no live primary');
+}
+
+function node_answers(string $addr): bool {
+    try {
+        return Resp::send($addr, ['PING']) === 'PONG';
+    } catch (Throwable) {
+        Resp::forget($addr);
+        return false;
+    }
+}
+
+/** Every original node knows $addr. */
+function cluster_agrees_on(string $addr): bool {
+    global $nodes;
+    foreach ($nodes as $node) {
+        try {
+            if (!str_contains(Resp::send($node, ['CLUSTER', 'NODES']), $addr)) return false;
+        } catch (Throwable) {
+            Resp::forget($node);
+        }
+    }
+    return true;
+}
+
+/** `--cluster check`: every node agrees on the configuration and every slot is served. */
+function cluster_check(string $seed): bool {
+    try {
+        cluster_cli(['--cluster', 'check', $seed]);
+        return true;
+    } catch (RuntimeException) {
+        return false;
+    }
+}
+
+/** Runs the flavor's CLI (redis-cli or valkey-cli) with $args. */
+function cluster_cli(array $args): void {
+    global $root, $flavor, $base;
+    $command = escapeshellarg("$root/scripts/cluster.sh") . " cli $flavor $base "
+        . implode(' ', array_map('escapeshellarg', $args));
+    exec("$command 2>&1", $out, $status);
+    if ($status !== 0) throw new RuntimeException("$command: " . implode("\n", array_slice($out, -5)));
+}
+
+/** Redis Cluster's hash slot of a key without braces. */
+function key_slot(string $key): int {
+    $crc = 0;
+    for ($i = 0, $n = strlen($key); $i < $n; $i++) {
+        $crc ^= ord($key[$i]) << 8;
+        for ($bit = 0; $bit < 8; $bit++) {
+            $crc = $crc & 0x8000 ? (($crc << 1) ^ 0x1021) & 0xFFFF : ($crc << 1) & 0xFFFF;
+        }
+    }
+    return $crc % 16384;
+}
+
+/** Stores $count small keys, pipelined to each slot's primary; returns how many. */
+function fill_cluster(int $count): int {
+    $owner = [];
+    foreach (any_node(['CLUSTER', 'SLOTS']) as $range) {
+        for ($slot = $range[0]; $slot <= $range[1]; $slot++) $owner[$slot] = "{$range[2][0]}:{$range[2][1]}";
+    }
+    $batches = [];
+    for ($i = 0; $i < $count; $i++) {
+        $key = "CHAOS:filler:$i";
+        $batches[$owner[key_slot($key)]][] = "*3\r\n$3\r\nSET\r\n$" . strlen($key) . "\r\n$key\r\n$6\r\nfiller\r\n";
+    }
+    $stored = 0;
+    foreach ($batches as $addr => $commands) {
+        $socket = stream_socket_client("tcp://$addr", $errno, $error, 2);
+        foreach (array_chunk($commands, 1000) as $chunk) {
+            fwrite($socket, implode('', $chunk));
+            foreach ($chunk as $_) $stored += fgets($socket) === "+OK\r\n" ? 1 : 0;
+        }
+        fclose($socket);
+    }
+    return $stored;
+}
 
 /** Pause between two keys of a migrating slot: it widens the window clients must ride out. */
 const MIGRATION_PAUSE_MS = 100;
@@ -422,6 +549,10 @@ foreach ($rows as $row) {
     // The target is the promotion time plus 1 s; 2 s leaves room for a noisy machine. A lock
     // left behind by a failed write would stall its session for the lock TTL (10 s).
     $allowed = ($row['no primary s'] ?? INF) + 2;
+    if ($row['phase'] === 'scale-out') {
+        // redis-cli moves a slot's few keys in one MIGRATE: each window is milliseconds.
+        $allowed = 1.0;
+    }
     if ($row['phase'] === 'mixed') {
         // The two releases do not hand the lock to each other's waiters; nobody
         // waits longer than lock_retries x lock_wait_time (250 x 20 ms).
@@ -446,7 +577,7 @@ foreach ($rows as $row) {
 }
 $by_phase = array_column($rows, null, 'phase');
 if (($by_phase['graceful']['lost acked'] ?? 0)) $broken[] = 'graceful failover lost acknowledged updates';
-foreach (['reshard', 'mixed'] as $phase) {
+foreach (['reshard', 'scale-out', 'mixed'] as $phase) {
     if (isset($by_phase[$phase]) && $by_phase[$phase]['lost acked']) $broken[] = "$phase lost acknowledged updates";
 }
 if (($by_phase['lagging, write_replicas=1']['lost acked'] ?? 0)) $broken[] = 'write_replicas=1 lost acknowledged updates';

@@ -2,6 +2,7 @@
 # Starts or stops a local 6-node cluster (3 primaries, 3 replicas) on 127.0.0.1.
 #   scripts/cluster.sh start|stop|status [redis|valkey] [BASE_PORT]
 #   scripts/cluster.sh kill-node|start-node|pause-node|resume-node FLAVOR BASE_PORT PORT
+# start-node also starts a new, empty node on another port, to add to the cluster.
 # Nodes use ports BASE_PORT..BASE_PORT+5 (default 7100 for redis, 7200 for valkey).
 # Data, logs and pid files live in .cluster/<flavor>-<port>; stop kills only the pids recorded there.
 # CLUSTER_TLS_DIR=dir makes a TLS-only cluster (see scripts/tls-certs.sh).
@@ -17,13 +18,21 @@ ports=($(seq "$base" $((base + 5))))
 
 node_pid() { cat "$dir/$1/pid" 2>/dev/null || true; }
 
+# Every node started in the cluster's directory, the added ones included.
+started_ports() {
+    local pidfile
+    for pidfile in "$dir"/*/pid; do
+        [ -f "$pidfile" ] && basename "$(dirname "$pidfile")"
+    done
+}
+
 stop() {
     local port pid
-    for port in "${ports[@]}"; do
+    for port in $(started_ports); do
         pid=$(node_pid "$port")
         [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
     done
-    for port in "${ports[@]}"; do
+    for port in $(started_ports); do
         pid=$(node_pid "$port")
         [ -z "$pid" ] && continue
         for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -106,5 +115,7 @@ case "$action" in
     pause-node) kill -STOP "$(node_pid "${4:?PORT}")" ;;
     resume-node) kill -CONT "$(node_pid "${4:?PORT}")" ;;
     start-node) server_binaries "$flavor"; start_node "${4:?PORT}" ;;
-    *) die "usage: scripts/cluster.sh start|stop|status|kill-node|start-node|pause-node|resume-node [redis|valkey] [BASE_PORT] [PORT]" ;;
+    # The flavor's CLI, e.g. for --cluster add-node, rebalance and del-node.
+    cli) server_binaries "$flavor"; shift 3; cli "$@" ;;
+    *) die "usage: scripts/cluster.sh start|stop|status|kill-node|start-node|pause-node|resume-node|cli [redis|valkey] [BASE_PORT] [PORT|CLI ARGS...]" ;;
 esac
