@@ -40,16 +40,22 @@ $phpredis_lock = ['redis.session.locking_enabled' => '1', 'redis.session.lock_wa
     'redis.session.lock_retries' => '1000', 'redis.session.lock_expire' => '30'];
 $ours = ['load' => [env('RCS_EXT')], 'nodes' => $primaries, 'ini' => [
     'session.save_handler' => 'rediscluster', 'session.save_path' => $seed_path]];
+// The commands each contender sends in a warm cycle (for server µs), and
+// those its scripts run inside them.
+$plain = [['get', 'set', 'setex', 'expire', 'getex'], []];
 $contenders = [
-    'ours locked' => array_merge_recursive($ours, ['ini' => ['redis.session.locking_enabled' => '1']]),
-    'ours unlocked' => $ours,
+    'ours locked' => array_merge_recursive($ours, ['ini' => ['redis.session.locking_enabled' => '1']])
+        + ['server' => [['evalsha', 'eval'], []]],
+    'ours unlocked' => $ours + ['server' => $plain],
     'phpredis cluster' => ['load' => $phpredis, 'nodes' => $primaries, 'ini' => [
-        'session.save_handler' => 'rediscluster', 'session.save_path' => $seed_path]],
+        'session.save_handler' => 'rediscluster', 'session.save_path' => $seed_path], 'server' => $plain],
     'phpredis cluster persistent' => ['load' => $phpredis, 'nodes' => $primaries, 'ini' => [
         'session.save_handler' => 'rediscluster', 'session.save_path' => "$seed_path&persistent=1",
-        'redis.clusters.cache_slots' => '1']],
+        'redis.clusters.cache_slots' => '1'], 'server' => $plain],
+    // Its unlock script runs GET and DEL inside.
     'phpredis standalone locked' => ['load' => $phpredis, 'nodes' => [env('RCS_STANDALONE')], 'ini' => [
-        'session.save_handler' => 'redis', 'session.save_path' => 'tcp://' . env('RCS_STANDALONE')] + $phpredis_lock],
+        'session.save_handler' => 'redis', 'session.save_path' => 'tcp://' . env('RCS_STANDALONE')] + $phpredis_lock,
+        'server' => [['get', 'set', 'setex', 'expire', 'evalsha', 'eval'], ['get']]],
     'files' => ['load' => [], 'nodes' => [], 'ini' => [
         'session.save_handler' => 'files', 'session.save_path' => $files_dir]],
 ];
@@ -119,6 +125,30 @@ function session_count(array $contender, string $sid): int {
     return (int)$out;
 }
 
+/**
+ * Server time in µs spent on the calls a client sends, over $nodes, from INFO
+ * commandstats: $sent names the commands it sends itself. A script's usec
+ * already includes the commands run inside it, which Redis also counts under
+ * their own names: those ($inner, per script call) are taken out again.
+ */
+function server_usec(array $nodes, array $sent, array $inner): array {
+    $usec = $calls = [];
+    foreach ($nodes as $addr) {
+        preg_match_all('/^cmdstat_([a-z|]+):calls=(\d+),usec=(\d+)/m', Resp::send($addr, ['INFO', 'commandstats']), $m, PREG_SET_ORDER);
+        foreach ($m as [, $name, $n, $us]) {
+            $calls[$name] = ($calls[$name] ?? 0) + (int)$n;
+            $usec[$name] = ($usec[$name] ?? 0) + (int)$us;
+        }
+    }
+    $total = 0;
+    foreach ($sent as $name) $total += $usec[$name] ?? 0;
+    $scripts = ($calls['evalsha'] ?? 0) + ($calls['eval'] ?? 0);
+    foreach ($inner as $name) {
+        if (!empty($calls[$name])) $total -= $scripts * $usec[$name] / $calls[$name];
+    }
+    return [$total, array_sum(array_intersect_key($calls, array_flip($sent)))];
+}
+
 $table = [];
 $log = fn(string $what) => fwrite(STDERR, "bench: $what\n");
 
@@ -127,7 +157,12 @@ $log("one-process cycles, $runs x $cycles per contender");
 $speeds = [];
 for ($r = 0; $r < $runs; $r++) {
     foreach ($contenders as $who => $contender) {
+        foreach ($contender['nodes'] as $addr) Resp::send($addr, ['CONFIG', 'RESETSTAT']);
         $result = run($contender, 'cycles', ['sid' => new_sid(), 'kind' => 'changed', 'n' => $cycles, 'warm' => 5]);
+        if ($r === $runs - 1 && isset($contender['server'])) {
+            [$usec] = server_usec($contender['nodes'], ...$contender['server']);
+            $table['server µs / request (commandstats)'][$who] = round($usec / ($cycles + 5), 2);
+        }
         $speeds[$who][] = $cycles / $result['seconds'];
         $table['round trips / request, changed'][$who] = round($result['reads'], 2);
         $table['slot-map fetches / 1000 requests'][$who] = round($result['slot_maps'] * 1000);

@@ -305,9 +305,11 @@ $events['scale-out'] = function () {
     $cli('--cluster', 'rebalance', $seed, '--cluster-use-empty-masters', '--cluster-yes');
     $out = microtime(true) - $out_started;
     $moved = Resp::send($primary, ['DBSIZE']);
+    wait_for(fn() => cluster_check($seed), 30);
     $in_started = microtime(true);
     $cli('--cluster', 'rebalance', $seed, '--cluster-weight', "$primary_id=0", '--cluster-yes');
     $in = microtime(true) - $in_started;
+    wait_for(fn() => cluster_check($seed), 30);
     $cli('--cluster', 'del-node', $seed, node_id($replica));
     $cli('--cluster', 'del-node', $seed, $primary_id);
     foreach ([$primary, $replica] as $node) {
@@ -381,7 +383,7 @@ function cluster_cli(array $args): void {
     $command = escapeshellarg("$root/scripts/cluster.sh") . " cli $flavor $base "
         . implode(' ', array_map('escapeshellarg', $args));
     exec("$command 2>&1", $out, $status);
-    if ($status !== 0) throw new RuntimeException("$command: " . implode("\n", array_slice($out, -5)));
+    if ($status !== 0) throw new RuntimeException("$command: " . implode("\n", array_slice($out, -15)));
 }
 
 /** Redis Cluster's hash slot of a key without braces. */
