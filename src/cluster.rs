@@ -257,12 +257,13 @@ impl Cluster {
                 no_map: false,
                 broken: true,
             })?;
-        let next = self.redirect(slot, &replies);
+        let next = self.redirect(slot, index, &replies);
         Ok((replies, next))
     }
 
     /// What the first redirect among the replies asks for.
-    fn redirect(&mut self, slot: u16, replies: &[Value]) -> Next {
+    fn redirect(&mut self, slot: u16, asked: usize, replies: &[Value]) -> Next {
+        let asked = self.nodes[asked].addr.clone();
         for reply in replies {
             let Value::ServerError(error) = reply else {
                 continue;
@@ -270,7 +271,7 @@ impl Cluster {
             let error: RedisError = error.clone().into();
             match error.kind() {
                 ErrorKind::Server(ServerErrorKind::Moved) => {
-                    if let Some(addr) = redirect_target(&error) {
+                    if let Some(addr) = redirect_target(&error, &asked) {
                         let index = self.node_index(addr);
                         self.slots[usize::from(slot)] = u16::try_from(index).unwrap_or(NO_OWNER);
                     }
@@ -285,7 +286,7 @@ impl Cluster {
                     };
                 }
                 ErrorKind::Server(ServerErrorKind::Ask) => {
-                    if let Some(addr) = redirect_target(&error) {
+                    if let Some(addr) = redirect_target(&error, &asked) {
                         return Next::Ask(addr);
                     }
                 }
@@ -473,15 +474,19 @@ impl Cluster {
 
 const CLUSTER_SLOTS: &[u8] = b"*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n";
 
-/// The `host:port` an `ASK` or `MOVED` names.
-fn redirect_target(error: &RedisError) -> Option<NodeAddr> {
-    let (host, port) = error.redirect_node()?;
+/// The `host:port` an `ASK` or `MOVED` names (`-MOVED <slot> <host>:<port>`;
+/// an IPv6 host may come in brackets, an empty one means the node asked).
+fn redirect_target(error: &RedisError, asked: &NodeAddr) -> Option<NodeAddr> {
+    let (addr, _slot) = error.redirect_node()?;
+    let (host, port) = addr.rsplit_once(':')?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
     Some(NodeAddr {
-        host: host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_owned(),
-        port,
+        host: if host.is_empty() || host == "?" {
+            asked.host.clone()
+        } else {
+            host.to_owned()
+        },
+        port: port.parse().ok()?,
     })
 }
 
@@ -661,6 +666,34 @@ mod tests {
         let hosts: Vec<String> = map.iter().map(|(_, _, addr)| addr.to_string()).collect();
         assert_eq!(hosts, ["10.0.0.9:7001", "10.0.0.9:7002", "[::1]:7003"]);
         assert_eq!((map[2].0, map[2].1), (10923, 16383));
+    }
+
+    #[test]
+    fn redirects_name_host_and_port() {
+        let asked = NodeAddr {
+            host: "10.0.0.9".into(),
+            port: 7000,
+        };
+        let target = |reply: &str| {
+            let error: RedisError = match redis::parse_redis_value(reply.as_bytes()).unwrap() {
+                Value::ServerError(error) => error.into(),
+                other => panic!("{other:?}"),
+            };
+            redirect_target(&error, &asked).map(|addr| addr.to_string())
+        };
+        assert_eq!(
+            target("-MOVED 3999 127.0.0.1:6381\r\n").as_deref(),
+            Some("127.0.0.1:6381")
+        );
+        assert_eq!(
+            target("-ASK 3999 [::1]:6381\r\n").as_deref(),
+            Some("[::1]:6381")
+        );
+        assert_eq!(
+            target("-MOVED 3999 :6381\r\n").as_deref(),
+            Some("10.0.0.9:6381")
+        );
+        assert_eq!(target("-ERR wrong\r\n"), None);
     }
 
     #[test]

@@ -1010,6 +1010,137 @@ mod cluster_tests {
 
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_waiter_that_blocks_again_keeps_its_place() {
+        let mut store = store();
+        let keys = keys("again");
+        let holder = lock(&mut store, &keys, Duration::from_secs(30));
+        let mut first = queue(&mut store, &keys, Duration::from_secs(5));
+        // Its piece of waiting ends with nothing handed over; another queues meanwhile.
+        let none = first.wait_for_hand_over(&mut store, Duration::from_millis(100));
+        assert_eq!(none.unwrap(), None);
+        let second = queue(&mut store, &keys, Duration::from_secs(5));
+        assert!(matches!(
+            first
+                .attempt(&mut store, Duration::from_secs(5), false)
+                .unwrap(),
+            Attempt::Busy(_)
+        ));
+        assert!(write(&mut store, &holder, b"v1"));
+        assert_eq!(
+            owner(&store, &keys).as_deref(),
+            Some(first.held.secret.as_bytes())
+        );
+        let handed = first.wait_for_hand_over(&mut store, Duration::from_secs(1));
+        assert_eq!(handed.unwrap(), Some(Some(b"v1".to_vec())));
+        assert!(write(&mut store, &first.into_held(), b"v2"));
+        assert_eq!(
+            owner(&store, &keys).as_deref(),
+            Some(second.held.secret.as_bytes())
+        );
+        release(&mut store, &second.into_held()).unwrap();
+        clean(&mut store, &keys);
+    }
+
+    /// Direct connections to the nodes, replicas included.
+    fn node(addr: &str) -> redis::Connection {
+        redis::Client::open(format!("redis://{addr}"))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
+    /// The primary and the first replica (if listed) of `key`'s slot.
+    fn owners(key: &[u8]) -> (String, String) {
+        let seed = std::env::var("RCS_SEEDS").unwrap();
+        let mut any = node(seed.split(',').next().unwrap());
+        let slot = crate::keys::hash_slot(key);
+        let ranges: Vec<redis::Value> = cmd("CLUSTER").arg("SLOTS").query(&mut any).unwrap();
+        for range in ranges {
+            let redis::Value::Array(items) = range else {
+                continue;
+            };
+            let int = |v: &redis::Value| match v {
+                redis::Value::Int(n) => *n,
+                _ => -1,
+            };
+            if (int(&items[0])..=int(&items[1])).contains(&i64::from(slot)) {
+                let addr = |v: &redis::Value| match v {
+                    redis::Value::Array(node) => match (&node[0], &node[1]) {
+                        (redis::Value::BulkString(host), redis::Value::Int(port)) => {
+                            format!("{}:{port}", String::from_utf8_lossy(host))
+                        }
+                        _ => panic!("node {node:?}"),
+                    },
+                    _ => panic!("node {v:?}"),
+                };
+                // Just after a failover the old primary may not be listed as a replica yet.
+                let replica = items.get(3).map(addr).unwrap_or_default();
+                return (addr(&items[2]), replica);
+            }
+        }
+        panic!("slot {slot} has no owner");
+    }
+
+    fn info(addr: &str) -> String {
+        cmd("INFO")
+            .arg("replication")
+            .query(&mut node(addr))
+            .unwrap()
+    }
+
+    /// Promotes the replica of `key`'s slot and waits until it owns the slot
+    /// and the old primary replicates from it.
+    fn fail_over(key: &[u8]) {
+        let started = Instant::now();
+        let in_time = || assert!(started.elapsed() < Duration::from_secs(30), "no failover");
+        let (primary, replica) = loop {
+            match owners(key) {
+                (primary, replica)
+                    if !replica.is_empty() && info(&replica).contains("master_link_status:up") =>
+                {
+                    break (primary, replica);
+                }
+                _ => in_time(),
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut asked = None;
+        while owners(key).0 == primary || !info(&replica).contains("state=online") {
+            in_time();
+            // A manual failover that did not start in time is asked for again.
+            if asked.is_none_or(|at: Instant| at.elapsed() > Duration::from_secs(5)) {
+                let _: redis::RedisResult<()> =
+                    cmd("CLUSTER").arg("FAILOVER").query(&mut node(&replica));
+                asked = Some(Instant::now());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_failover_between_hand_over_and_pop_loses_neither_lock_nor_data() {
+        let mut store = store();
+        let keys = keys("failover");
+        let holder = lock(&mut store, &keys, Duration::from_secs(30));
+        let mut waiter = queue(&mut store, &keys, Duration::from_secs(30));
+        assert!(write(&mut store, &holder, b"v1"));
+        // WAIT: the replica has the hand-over before it is promoted.
+        let _ = store.command(&keys.lock, cmd("WAIT").arg(1).arg(1000));
+        fail_over(&keys.data);
+        let handed = waiter
+            .wait_for_hand_over(&mut store, Duration::from_secs(1))
+            .unwrap();
+        assert_eq!(handed, Some(Some(b"v1".to_vec())));
+        assert!(write(&mut store, &waiter.into_held(), b"v2"));
+        assert_eq!(store.get(&keys.data, None).unwrap(), Some(b"v2".to_vec()));
+        clean(&mut store, &keys);
+        // Back to the original primaries, for the tests after this one.
+        fail_over(&keys.data);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
     fn a_short_waiter_never_shortens_the_queue_of_a_long_one() {
         let mut store = store();
         let keys = keys("expiry");
