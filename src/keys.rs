@@ -74,7 +74,7 @@ pub struct LockKeys {
     /// `<lock>_FIFO`: waiters in order of arrival (sorted set of secrets).
     pub queue: Vec<u8>,
     /// `<lock>_WAITERS`: each waiter's terms (hash of secret to "lock ms,
-    /// data TTL s, deadline ms", or "handed" while the lock is on its way).
+    /// data TTL s, deadline ms", or "handed <ms>" while the lock is on its way).
     pub waiters: Vec<u8>,
 }
 

@@ -69,7 +69,7 @@ macro_rules! hand_over_lua {
     local lock_ms, refresh, deadline =
       string.match(redis.call('HGET', waiters, head) or '', '^(%d+) (%d+) (%d+)$')
     if lock_ms and tonumber(deadline) >= now then
-      redis.call('HSET', waiters, head, 'handed')
+      redis.call('HSET', waiters, head, 'handed ' .. string.format('%d', now))
       redis.call('SET', lock, head, 'PX', lock_ms)
       return {head, refresh, lock_ms}
     end
@@ -109,13 +109,18 @@ local secret, lock_ms, refresh = ARGV[1], ARGV[2], ARGV[3]
 local read_if_busy, wait_ms, hand_over_ms = ARGV[4] == '1', tonumber(ARGV[5]), tonumber(ARGV[6])
 local suspect, queued = ARGV[7], ARGV[8] == '1'
 local owner = redis.call('GET', lock)
--- A hand-over whose data still lies in the new owner's list after
--- hand_over_ms was never taken: that waiter died, the lock is free.
+-- A hand-over still 'handed' (its data never pushed: the releaser died, or a
+-- failover lost the push) or whose data still lies in the new owner's list
+-- after hand_over_ms was never taken: that waiter is gone, the lock is free.
 if owner and owner ~= secret and owner == suspect then
-  local pushed = redis.call('LINDEX', suspect_wake, 0)
-  local at = pushed and tonumber(string.match(pushed, '^H(%d+):'))
+  local at = tonumber(string.match(redis.call('HGET', waiters, suspect) or '', '^handed (%d+)$'))
+  if not at then
+    local pushed = redis.call('LINDEX', suspect_wake, 0)
+    at = pushed and tonumber(string.match(pushed, '^H(%d+):'))
+  end
   if at and now_ms() - at > hand_over_ms then
     redis.call('DEL', suspect_wake)
+    redis.call('HDEL', waiters, suspect)
     owner = false
   end
 end
@@ -164,7 +169,8 @@ static HAND_OVER: LuaScript = LuaScript::new(concat!(
     now_ms_lua!(),
     r"local data_key, lock, waiters, wake = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, refresh, lock_ms = ARGV[1], ARGV[2], ARGV[3]
-if redis.call('GET', lock) ~= owner or redis.call('HGET', waiters, owner) ~= 'handed' then
+if redis.call('GET', lock) ~= owner
+    or not string.match(redis.call('HGET', waiters, owner) or '', '^handed ') then
   return 0
 end
 redis.call('HDEL', waiters, owner)
@@ -1137,6 +1143,40 @@ mod cluster_tests {
         clean(&mut store, &keys);
         // Back to the original primaries, for the tests after this one.
         fail_over(&keys.data);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_hand_over_whose_push_never_came_goes_to_the_next_waiter() {
+        let mut store = store();
+        let keys = keys("nopush");
+        let holder = lock(&mut store, &keys, Duration::from_secs(30));
+        let lost = queue(&mut store, &keys, Duration::from_secs(30));
+        let mut next = queue(&mut store, &keys, Duration::from_secs(5));
+        // The releaser dies (or a failover loses its push) between the two calls.
+        let reply = store
+            .eval(
+                &RELEASE,
+                &[&keys.data, &keys.lock, &keys.queue, &keys.waiters],
+                &[holder.secret.as_bytes()],
+            )
+            .unwrap();
+        assert!(matches!(reply, Reply::Array(items) if items.len() == 4));
+        assert_eq!(
+            owner(&store, &keys).as_deref(),
+            Some(lost.held.secret.as_bytes())
+        );
+        let busy = next
+            .attempt(&mut store, Duration::from_secs(5), false)
+            .unwrap();
+        assert!(matches!(busy, Attempt::Busy(_)));
+        std::thread::sleep(HAND_OVER_TIMEOUT + Duration::from_millis(100));
+        let taken = next
+            .attempt(&mut store, Duration::from_secs(5), false)
+            .unwrap();
+        assert!(matches!(taken, Attempt::Locked(None)));
+        release(&mut store, &next.into_held()).unwrap();
+        clean(&mut store, &keys);
     }
 
     #[test]
