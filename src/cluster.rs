@@ -106,6 +106,20 @@ pub struct Cluster {
     unsupported: Vec<&'static str>,
 }
 
+/// One request: `count` packed commands whose keys are all on `slot`.
+pub struct Request<'a> {
+    pub slot: u16,
+    pub packed: &'a [u8],
+    pub count: usize,
+    /// How long one attempt waits for its replies.
+    pub reply_timeout: Duration,
+    /// When to stop retrying.
+    pub deadline: Instant,
+    /// Whether to send it again after a connection broke: not for a blocking
+    /// pop, whose lost reply must not block again.
+    pub retry_broken: bool,
+}
+
 /// Why a request failed for good, and whether it may still succeed later.
 #[derive(Debug)]
 pub struct Failure {
@@ -169,26 +183,14 @@ impl Cluster {
         }
     }
 
-    /// Sends `packed` (`count` commands, all on `slot`) to the slot's primary
-    /// and returns the replies, following redirects and retrying until
-    /// `deadline`. Each attempt waits at most `reply_timeout` for the replies.
-    /// Error replies other than redirects come back as `Value::ServerError`.
-    /// A broken connection is retried only with `retry_broken`: a blocking
-    /// pop whose reply was lost must not block again.
-    pub fn request(
-        &mut self,
-        slot: u16,
-        packed: &[u8],
-        count: usize,
-        reply_timeout: Duration,
-        deadline: Instant,
-        retry_broken: bool,
-    ) -> Result<Vec<Value>, Failure> {
+    /// Sends the request to its slot's primary and returns the replies,
+    /// following redirects and retrying until its deadline. Error replies
+    /// other than redirects come back as `Value::ServerError`.
+    pub fn request(&mut self, request: &Request) -> Result<Vec<Value>, Failure> {
         self.forget_if_forked();
         let mut ask: Option<NodeAddr> = None;
         loop {
-            let outcome = self.attempt(slot, packed, count, reply_timeout, deadline, ask.take());
-            let pause = match outcome {
+            let pause = match self.attempt(request, ask.take()) {
                 Ok((replies, Next::Done)) => return Ok(replies),
                 Ok((_, Next::Ask(target))) => {
                     ask = Some(target);
@@ -202,15 +204,15 @@ impl Cluster {
                 Err(failure) => {
                     let transient = !failure.no_map
                         && is_transient(&failure.error)
-                        && (retry_broken || !failure.broken);
-                    if !transient || Instant::now() + RECOVERY_PAUSE >= deadline {
+                        && (request.retry_broken || !failure.broken);
+                    if !transient || Instant::now() + RECOVERY_PAUSE >= request.deadline {
                         return Err(failure);
                     }
                     self.refreshed = None;
                     RECOVERY_PAUSE
                 }
             };
-            if Instant::now() + pause >= deadline {
+            if Instant::now() + pause >= request.deadline {
                 return Err(Failure {
                     error: RedisError::from((
                         ErrorKind::Io,
@@ -227,13 +229,17 @@ impl Cluster {
 
     fn attempt(
         &mut self,
-        slot: u16,
-        packed: &[u8],
-        count: usize,
-        reply_timeout: Duration,
-        deadline: Instant,
+        request: &Request,
         ask: Option<NodeAddr>,
     ) -> Result<(Vec<Value>, Next), Failure> {
+        let Request {
+            slot,
+            packed,
+            count,
+            reply_timeout,
+            deadline,
+            ..
+        } = *request;
         let ask_target = ask.is_some();
         let index = match ask {
             Some(target) => self.node_index(target),

@@ -886,35 +886,27 @@ mod cluster_tests {
         let mut store = store();
         let keys = keys("fifo");
         let holder = lock(&mut store, &keys, Duration::from_secs(30));
-        let mut first = queue(&mut store, &keys, Duration::from_secs(5));
-        let mut second = queue(&mut store, &keys, Duration::from_secs(9));
+        let first = queue(&mut store, &keys, Duration::from_secs(5));
+        let second = queue(&mut store, &keys, Duration::from_secs(9));
         assert_eq!(int(&store, &keys.queue, cmd("ZCARD").arg(&keys.queue)), 2);
 
-        assert!(write(&mut store, &holder, b"v1"));
-        assert_eq!(
-            owner(&store, &keys).as_deref(),
-            Some(first.held.secret.as_bytes())
-        );
-        let ttl = int(&store, &keys.lock, cmd("PTTL").arg(&keys.lock));
-        assert!((4000..=5000).contains(&ttl), "{ttl}");
-        let handed = first
-            .wait_for_hand_over(&mut store, Duration::from_secs(1))
-            .unwrap();
-        assert_eq!(handed, Some(Some(b"v1".to_vec())));
-        let first = first.into_held();
-
-        assert!(write(&mut store, &first, b"v2"));
-        assert_eq!(
-            owner(&store, &keys).as_deref(),
-            Some(second.held.secret.as_bytes())
-        );
-        let ttl = int(&store, &keys.lock, cmd("PTTL").arg(&keys.lock));
-        assert!((8000..=9000).contains(&ttl), "{ttl}");
-        let handed = second
-            .wait_for_hand_over(&mut store, Duration::from_secs(1))
-            .unwrap();
-        assert_eq!(handed, Some(Some(b"v2".to_vec())));
-        assert!(write(&mut store, &second.into_held(), b"v3"));
+        // Each release hands the lock to the next in line, with that waiter's TTL.
+        let mut hand_over = |from: &HeldLock, to: Acquisition, ttl_ms, data: &[u8]| {
+            assert!(write(&mut store, from, data));
+            assert_eq!(
+                owner(&store, &keys).as_deref(),
+                Some(to.held.secret.as_bytes())
+            );
+            let ttl = int(&store, &keys.lock, cmd("PTTL").arg(&keys.lock));
+            assert!((ttl_ms - 1000..=ttl_ms).contains(&ttl), "{ttl}");
+            let mut to = to;
+            let handed = to.wait_for_hand_over(&mut store, Duration::from_secs(1));
+            assert_eq!(handed.unwrap(), Some(Some(data.to_vec())));
+            to.into_held()
+        };
+        let first = hand_over(&holder, first, 5000, b"v1");
+        let second = hand_over(&first, second, 9000, b"v2");
+        assert!(write(&mut store, &second, b"v3"));
 
         assert_eq!(owner(&store, &keys), None);
         for key in [&keys.queue, &keys.waiters] {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, anyhow, bail};
 use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value, cmd};
 
-use crate::cluster::{Cluster, ConnectionConfig, is_transient};
+use crate::cluster::{Cluster, ConnectionConfig, Request, is_transient};
 use crate::keys::hash_slot;
 use crate::script::LuaScript;
 use crate::settings::{ReleaseCommand, ReplicaAck};
@@ -137,21 +137,24 @@ impl ClusterStore {
         count: usize,
         block: Duration,
     ) -> Result<Vec<Value>> {
-        let slot = hash_slot(key);
         let reply_timeout = self.config.read_timeout + block;
-        let deadline = Instant::now() + self.config.connect_timeout + reply_timeout;
-        let retry_broken = block.is_zero();
-        self.with_cluster(|cluster| {
-            cluster.request(slot, packed, count, reply_timeout, deadline, retry_broken)
-        })
-        .map_err(|failure| {
-            let context = if failure.no_map {
-                "Couldn't map cluster keyspace using any provided seed"
-            } else {
-                "Error communicating with the Redis Cluster"
-            };
-            failed(&failure.error, context)
-        })
+        let request = Request {
+            slot: hash_slot(key),
+            packed,
+            count,
+            reply_timeout,
+            deadline: Instant::now() + self.config.connect_timeout + reply_timeout,
+            retry_broken: block.is_zero(),
+        };
+        self.with_cluster(|cluster| cluster.request(&request))
+            .map_err(|failure| {
+                let context = if failure.no_map {
+                    "Couldn't map cluster keyspace using any provided seed"
+                } else {
+                    "Error communicating with the Redis Cluster"
+                };
+                failed(&failure.error, context)
+            })
     }
 
     /// One command on the primary of `key`'s slot; an error reply is an error.
