@@ -109,6 +109,11 @@ local secret, lock_ms, refresh = ARGV[1], ARGV[2], ARGV[3]
 local read_if_busy, wait_ms, hand_over_ms = ARGV[4] == '1', tonumber(ARGV[5]), tonumber(ARGV[6])
 local suspect, queued = ARGV[7], ARGV[8] == '1'
 local owner = redis.call('GET', lock)
+-- A lock this thread took earlier (the first half of the secret names the
+-- thread) and has let go of: its release was lost or undone by a failover.
+if owner and owner ~= secret and string.sub(owner, 1, 16) == string.sub(secret, 1, 16) then
+  owner = false
+end
 -- A hand-over still 'handed' (its data never pushed: the releaser died, or a
 -- failover lost the push) or whose data still lies in the new owner's list
 -- after hand_over_ms was never taken: that waiter is gone, the lock is free.
@@ -262,18 +267,50 @@ pub enum Acquired {
     Busy(Option<Vec<u8>>),
 }
 
-/// 16 bytes from the OS CSPRNG as 32 hex digits, new for each acquisition.
-fn new_secret() -> Result<String> {
-    let mut bytes = [0u8; 16];
+/// Random bytes from the OS CSPRNG as hex digits.
+fn random_hex<const N: usize>() -> Result<String> {
+    let mut bytes = [0u8; N];
     getrandom::fill(&mut bytes)
         .map_err(|err| anyhow!("no OS randomness for the lock secret: {err}"))?;
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut secret = String::with_capacity(32);
+    let mut hex = String::with_capacity(2 * N);
     for byte in bytes {
-        secret.push(char::from(HEX[usize::from(byte >> 4)]));
-        secret.push(char::from(HEX[usize::from(byte & 0xf)]));
+        hex.push(char::from(HEX[usize::from(byte >> 4)]));
+        hex.push(char::from(HEX[usize::from(byte & 0xf)]));
     }
-    Ok(secret)
+    Ok(hex)
+}
+
+/// How many random bytes of a secret name the thread that took the lock (the
+/// acquire script compares that many hex digits, twice as many).
+const HOLDER_BYTES: usize = 8;
+
+thread_local! {
+    /// This thread's half of every secret it makes, and the process it was
+    /// made in: a forked child makes its own.
+    static HOLDER: std::cell::RefCell<Option<(u32, String)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A secret, new for each acquisition: 8 random bytes naming this thread of
+/// this process, then 8 random bytes of its own, as 32 hex digits. A thread
+/// runs one request at a time, so a lock that carries this thread's half but
+/// not the current secret is one it let go of: released with the reply lost,
+/// or its release undone by a failover to a replica that never saw it. The
+/// acquire script takes such a lock over at once instead of waiting out its TTL.
+fn new_secret() -> Result<String> {
+    let pid = std::process::id();
+    let holder = HOLDER.with(|cell| -> Result<String> {
+        let mut holder = cell.borrow_mut();
+        match holder.as_ref() {
+            Some((made_in, digits)) if *made_in == pid => Ok(digits.clone()),
+            _ => {
+                let digits = random_hex::<HOLDER_BYTES>()?;
+                *holder = Some((pid, digits.clone()));
+                Ok(digits)
+            }
+        }
+    })?;
+    Ok(holder + &random_hex::<{ 16 - HOLDER_BYTES }>()?)
 }
 
 fn millis(duration: Duration) -> u64 {
@@ -639,11 +676,21 @@ mod tests {
     }
 
     #[test]
-    fn secrets_are_fresh_hex() {
+    fn secrets_are_fresh_hex_with_the_threads_half_first() {
+        const HOLDER_DIGITS: usize = 2 * HOLDER_BYTES;
         let (a, b) = (new_secret().unwrap(), new_secret().unwrap());
         assert_eq!(a.len(), 32);
         assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);
+        assert_eq!(a[..HOLDER_DIGITS], b[..HOLDER_DIGITS]);
+        assert_ne!(a[HOLDER_DIGITS..], b[HOLDER_DIGITS..]);
+        let other = std::thread::spawn(|| new_secret().unwrap()).join().unwrap();
+        assert_ne!(a[..HOLDER_DIGITS], other[..HOLDER_DIGITS]);
+        assert!(
+            ACQUIRE_AND_READ
+                .source()
+                .contains(&format!("string.sub(owner, 1, {HOLDER_DIGITS})"))
+        );
     }
 
     #[test]
@@ -828,19 +875,29 @@ mod cluster_tests {
     }
 
     /// Takes the lock, which must be free.
+    /// Takes the lock, which must be free, as a process of its own would.
     fn lock(store: &mut ClusterStore, keys: &LockKeys, ttl: Duration) -> HeldLock {
-        match acquire_and_read(store, keys.clone(), &lock_settings(ttl), None)
-            .unwrap()
-            .0
-        {
-            Acquired::Locked(held, _) => held,
-            Acquired::Busy(_) => panic!("the lock should be free"),
-        }
+        let mut holder = another_process(keys, ttl);
+        let attempt = holder.attempt(store, Duration::ZERO, false).unwrap();
+        assert!(
+            matches!(attempt, Attempt::Locked(_)),
+            "the lock should be free"
+        );
+        holder.into_held()
+    }
+
+    /// An acquisition with a secret of another process: the tests play
+    /// several processes in one thread.
+    fn another_process(keys: &LockKeys, ttl: Duration) -> Acquisition {
+        let mut acquisition = Acquisition::new(keys.clone(), &lock_settings(ttl), None).unwrap();
+        acquisition.held.secret = random_hex::<16>().unwrap();
+        acquisition.own_wake = keys.wake(&acquisition.held.secret);
+        acquisition
     }
 
     /// A waiter that queued behind a busy lock, to wait `wait` more.
     fn queue(store: &mut ClusterStore, keys: &LockKeys, ttl: Duration) -> Acquisition {
-        let mut waiter = Acquisition::new(keys.clone(), &lock_settings(ttl), None).unwrap();
+        let mut waiter = another_process(keys, ttl);
         let attempt = waiter
             .attempt(store, Duration::from_secs(5), false)
             .unwrap();
@@ -1173,16 +1230,50 @@ mod cluster_tests {
 
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_lock_this_thread_let_go_of_is_taken_over_at_once() {
+        let keys = keys("letgo");
+        let settings = LockSettings {
+            retries: Some(1),
+            ..lock_settings(Duration::from_secs(30))
+        };
+        let acquire = |store: &mut ClusterStore| {
+            acquire_and_read(store, keys.clone(), &settings, None)
+                .unwrap()
+                .0
+        };
+        // Held by another thread: busy.
+        let other = std::thread::scope(|scope| scope.spawn(|| acquire(&mut store())).join());
+        let mut store = store();
+        let Ok(Acquired::Locked(other, _)) = other else {
+            panic!("the lock should be free")
+        };
+        assert!(matches!(acquire(&mut store), Acquired::Busy(_)));
+        release(&mut store, &other).unwrap();
+        // Taken by this thread and never released (its release lost in a
+        // failover, say): this thread's next acquire takes it at once.
+        let Acquired::Locked(forgotten, _) = acquire(&mut store) else {
+            panic!("the lock should be free")
+        };
+        let started = Instant::now();
+        let Acquired::Locked(again, _) = acquire(&mut store) else {
+            panic!("the lock should be taken over")
+        };
+        assert!(started.elapsed() < Duration::from_millis(500));
+        assert!(!write(&mut store, &forgotten, b"stale"));
+        assert!(write(&mut store, &again, b"fresh"));
+        clean(&mut store, &keys);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
     fn a_short_waiter_never_shortens_the_queue_of_a_long_one() {
         let mut store = store();
         let keys = keys("expiry");
         let holder = lock(&mut store, &keys, Duration::from_secs(30));
-        let mut long =
-            Acquisition::new(keys.clone(), &lock_settings(Duration::from_secs(5)), None).unwrap();
+        let mut long = another_process(&keys, Duration::from_secs(5));
         long.attempt(&mut store, Duration::from_secs(5), false)
             .unwrap();
-        let mut short =
-            Acquisition::new(keys.clone(), &lock_settings(Duration::from_secs(5)), None).unwrap();
+        let mut short = another_process(&keys, Duration::from_secs(5));
         short
             .attempt(&mut store, Duration::from_millis(10), false)
             .unwrap();
