@@ -44,8 +44,9 @@ $ours = ['load' => [env('RCS_EXT')], 'nodes' => $primaries, 'ini' => [
 // those its scripts run inside them.
 $plain = [['get', 'set', 'setex', 'expire', 'getex'], []];
 $contenders = [
+    // A free lock is taken with plain SET NX + GET; the write script runs GET and SET inside.
     'ours locked' => array_merge_recursive($ours, ['ini' => ['redis.session.locking_enabled' => '1']])
-        + ['server' => [['evalsha', 'eval'], []]],
+        + ['server' => [['evalsha', 'eval', 'set', 'get', 'getex'], ['get', 'set']]],
     'ours unlocked' => $ours + ['server' => $plain],
     'phpredis cluster' => ['load' => $phpredis, 'nodes' => $primaries, 'ini' => [
         'session.save_handler' => 'rediscluster', 'session.save_path' => $seed_path], 'server' => $plain],

@@ -118,6 +118,9 @@ pub struct Request<'a> {
     /// Whether to send it again after a connection broke: not for a blocking
     /// pop, whose lost reply must not block again.
     pub retry_broken: bool,
+    /// Whether to follow redirects; without, replies come back as they are
+    /// (a pipeline whose commands a migrating slot may split between nodes).
+    pub follow_redirects: bool,
 }
 
 /// Why a request failed for good, and whether it may still succeed later.
@@ -192,6 +195,12 @@ impl Cluster {
         loop {
             let pause = match self.attempt(request, ask.take()) {
                 Ok((replies, Next::Done)) => return Ok(replies),
+                Ok((replies, next)) if !request.follow_redirects => {
+                    if matches!(next, Next::Refresh(_)) {
+                        self.refreshed = None;
+                    }
+                    return Ok(replies);
+                }
                 Ok((_, Next::Ask(target))) => {
                     ask = Some(target);
                     Duration::ZERO

@@ -86,6 +86,14 @@ end
     };
 }
 
+thread_local! {
+    /// Whether this thread's next acquire tries plain `SET NX` + `GET` first,
+    /// a fraction of a script's server time: yes unless its last acquire had
+    /// to wait. A busy lock costs that try one round trip, so a thread that
+    /// meets contention queues by script straight away.
+    static PLAIN_FIRST: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
 /// How long a waiter has to take a lock handed to it before the next one may
 /// take it over: a live waiter is blocked already or between two calls, so
 /// this passing means it died. Also the longest single BLPOP, so that
@@ -412,6 +420,24 @@ impl Acquisition {
         Ok(Attempt::Busy(data))
     }
 
+    /// The lock taken with plain commands (no script) if it is free: the
+    /// data, or `None` when it is busy or the slot is moving.
+    fn lock_and_read(
+        &self,
+        store: &mut impl LockStore,
+        ttl: Duration,
+        refresh: Option<Duration>,
+    ) -> Result<Option<Option<Vec<u8>>>> {
+        let keys = &self.held.keys;
+        store.lock_and_read(
+            &keys.lock,
+            self.held.secret.as_bytes(),
+            ttl,
+            &keys.data,
+            refresh,
+        )
+    }
+
     /// Blocks up to `timeout` for the lock to be handed to us: the data if it
     /// was.
     pub(crate) fn wait_for_hand_over(
@@ -449,6 +475,23 @@ pub fn acquire_and_read(
 ) -> Result<(Acquired, Duration)> {
     let started = Instant::now();
     let mut acquisition = Acquisition::new(keys, lock, refresh)?;
+    if PLAIN_FIRST.get() {
+        match acquisition.lock_and_read(store, lock.ttl, refresh) {
+            Ok(Some(data)) => {
+                stats::lock_attempt(true, Duration::ZERO);
+                return Ok((
+                    Acquired::Locked(acquisition.into_held(), data),
+                    Duration::ZERO,
+                ));
+            }
+            // Busy, or the slot is moving: the scripts take it from here.
+            Ok(None) => {}
+            Err(err) => {
+                let _ = release(store, &acquisition.held);
+                return Err(err);
+            }
+        }
+    }
     let deadline = lock
         .total_wait()
         .and_then(|total| started.checked_add(total));
@@ -477,6 +520,7 @@ pub fn acquire_and_read(
             break Acquired::Locked(acquisition.into_held(), data);
         }
     };
+    PLAIN_FIRST.set(!waited);
     let waited = if waited {
         started.elapsed()
     } else {
@@ -712,6 +756,7 @@ mod tests {
     /// A lock that stays busy: counts the attempts and the waits, and
     /// remembers what each attempt was asked.
     struct AlwaysBusy {
+        plain_tries: usize,
         attempts: Vec<Vec<Vec<u8>>>,
         waits: Vec<Duration>,
         /// How long each wait takes, whatever timeout it was given.
@@ -747,6 +792,17 @@ mod tests {
         ) -> Result<(Reply, u32)> {
             unreachable!()
         }
+        fn lock_and_read(
+            &mut self,
+            _: &[u8],
+            _: &[u8],
+            _: Duration,
+            _: &[u8],
+            _: Option<Duration>,
+        ) -> Result<Option<Option<Vec<u8>>>> {
+            self.plain_tries += 1;
+            Ok(None)
+        }
         fn pop_wait(&mut self, _: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>> {
             self.waits.push(timeout);
             sleep(self.wait_takes.min(timeout));
@@ -776,6 +832,7 @@ mod tests {
 
     fn busy(wait_takes: Duration) -> AlwaysBusy {
         AlwaysBusy {
+            plain_tries: 0,
             attempts: Vec::new(),
             waits: Vec::new(),
             wait_takes,
@@ -835,6 +892,16 @@ mod tests {
         let queued: Vec<&[u8]> = store.attempts.iter().map(|args| &args[7][..]).collect();
         assert_eq!(queued[0], b"0");
         assert!(queued[1..].iter().all(|q| *q == b"1"));
+    }
+
+    #[test]
+    fn a_thread_that_met_contention_queues_by_script_first() {
+        let lock = settings(Some(1), false, Duration::from_millis(1));
+        let mut store = busy(Duration::ZERO);
+        assert!(matches!(acquire(&mut store, &lock), Acquired::Busy(None)));
+        assert_eq!(store.plain_tries, 1);
+        assert!(matches!(acquire(&mut store, &lock), Acquired::Busy(None)));
+        assert_eq!(store.plain_tries, 1, "no plain try after a wait");
     }
 
     #[test]
@@ -1261,6 +1328,41 @@ mod cluster_tests {
         assert!(started.elapsed() < Duration::from_millis(500));
         assert!(!write(&mut store, &forgotten, b"stale"));
         assert!(write(&mut store, &again, b"fresh"));
+        clean(&mut store, &keys);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_free_lock_is_taken_without_a_script() {
+        let mut store = store();
+        let keys = keys("plain");
+        store
+            .set(&keys.data, b"v0", Duration::from_secs(60))
+            .unwrap();
+        let settings = lock_settings(Duration::from_secs(7));
+        let (acquired, waited) = acquire_and_read(
+            &mut store,
+            keys.clone(),
+            &settings,
+            Some(Duration::from_secs(90)),
+        )
+        .unwrap();
+        let Acquired::Locked(held, data) = acquired else {
+            panic!("the lock should be free")
+        };
+        assert_eq!(
+            (data.as_deref(), waited),
+            (Some(&b"v0"[..]), Duration::ZERO)
+        );
+        assert_eq!(
+            owner(&store, &keys).as_deref(),
+            Some(held.secret.as_bytes())
+        );
+        let ttl = int(&store, &keys.lock, cmd("PTTL").arg(&keys.lock));
+        assert!((6000..=7000).contains(&ttl), "{ttl}");
+        let ttl = int(&store, &keys.data, cmd("TTL").arg(&keys.data));
+        assert!((85..=90).contains(&ttl), "refreshed: {ttl}");
+        assert!(write(&mut store, &held, b"v1"));
         clean(&mut store, &keys);
     }
 

@@ -76,6 +76,18 @@ pub trait LockStore {
         args: &[&[u8]],
         ack: ReplicaAck,
     ) -> Result<(Reply, u32)>;
+    /// `SET lock secret NX PX ttl` and GET (GETEX with `refresh`) of `data`
+    /// in one round trip: the data when the lock was free and is now ours,
+    /// `None` when it was busy or the slot is moving (a migration may split
+    /// the two; the caller's next acquire recognises the secret if the SET ran).
+    fn lock_and_read(
+        &mut self,
+        lock: &[u8],
+        secret: &[u8],
+        lock_ttl: Duration,
+        data: &[u8],
+        refresh: Option<Duration>,
+    ) -> Result<Option<Option<Vec<u8>>>>;
     /// BLPOP: blocks up to `timeout` for an element on the list and returns it.
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>>;
     /// DELEX/DELIFEQ compare-and-delete, with ZCARD of `queue` in the same
@@ -137,6 +149,17 @@ impl ClusterStore {
         count: usize,
         block: Duration,
     ) -> Result<Vec<Value>> {
+        self.send(key, packed, count, block, true)
+    }
+
+    fn send(
+        &self,
+        key: &[u8],
+        packed: &[u8],
+        count: usize,
+        block: Duration,
+        follow_redirects: bool,
+    ) -> Result<Vec<Value>> {
         let reply_timeout = self.config.read_timeout + block;
         let request = Request {
             slot: hash_slot(key),
@@ -145,6 +168,7 @@ impl ClusterStore {
             reply_timeout,
             deadline: Instant::now() + self.config.connect_timeout + reply_timeout,
             retry_broken: block.is_zero(),
+            follow_redirects,
         };
         self.with_cluster(|cluster| cluster.request(&request))
             .map_err(|failure| {
@@ -312,6 +336,32 @@ pub fn whole_seconds(ttl: Duration) -> u64 {
     ttl.as_secs().max(1)
 }
 
+/// GET, or GETEX with a new TTL.
+fn get_command(key: &[u8], refresh: Option<Duration>) -> Cmd {
+    let mut command = match refresh {
+        Some(_) => cmd("GETEX"),
+        None => cmd("GET"),
+    };
+    command.arg(key);
+    if let Some(ttl) = refresh {
+        command.arg("EX").arg(whole_seconds(ttl));
+    }
+    command
+}
+
+/// A reply that names another node or asks to try again: the command did not run.
+fn is_redirect(value: &Value) -> bool {
+    matches!(value, Value::ServerError(err) if matches!(
+        RedisError::from(err.clone()).kind(),
+        ErrorKind::Server(
+            ServerErrorKind::Moved
+                | ServerErrorKind::Ask
+                | ServerErrorKind::TryAgain
+                | ServerErrorKind::ClusterDown
+        )
+    ))
+}
+
 fn set_command(key: &[u8], value: &[u8], ttl: Duration) -> Cmd {
     let mut command = cmd("SET");
     command
@@ -324,15 +374,7 @@ fn set_command(key: &[u8], value: &[u8], ttl: Duration) -> Cmd {
 
 impl SessionStore for ClusterStore {
     fn get(&mut self, key: &[u8], refresh: Option<Duration>) -> Result<Option<Vec<u8>>> {
-        let command = match refresh {
-            Some(ttl) => cmd("GETEX")
-                .arg(key)
-                .arg("EX")
-                .arg(whole_seconds(ttl))
-                .clone(),
-            None => cmd("GET").arg(key).clone(),
-        };
-        match self.command(key, &command)? {
+        match self.command(key, &get_command(key, refresh))? {
             Reply::Data(data) => Ok(Some(data)),
             Reply::Nil => Ok(None),
             other => Err(unexpected("GET", &other)),
@@ -382,6 +424,43 @@ impl LockStore for ClusterStore {
     ) -> Result<(Reply, u32)> {
         let (reply, acked) = self.script(script, keys, args, Some(ack))?;
         Ok((reply, acked.unwrap_or(0)))
+    }
+
+    fn lock_and_read(
+        &mut self,
+        lock: &[u8],
+        secret: &[u8],
+        lock_ttl: Duration,
+        data: &[u8],
+        refresh: Option<Duration>,
+    ) -> Result<Option<Option<Vec<u8>>>> {
+        let lock_ms = u64::try_from(lock_ttl.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        let mut packed = cmd("SET")
+            .arg(lock)
+            .arg(secret)
+            .arg("NX")
+            .arg("PX")
+            .arg(lock_ms)
+            .get_packed_command();
+        get_command(data, refresh).write_packed_command(&mut packed);
+        let mut replies = self
+            .send(lock, &packed, 2, Duration::ZERO, false)?
+            .into_iter();
+        let (Some(set), Some(read)) = (replies.next(), replies.next()) else {
+            bail!("missing reply to SET NX and GET");
+        };
+        if is_redirect(&set) || is_redirect(&read) {
+            return Ok(None);
+        }
+        let taken = reply(Some(set))? == Reply::Status;
+        match reply(Some(read))? {
+            _ if !taken => Ok(None),
+            Reply::Data(bytes) => Ok(Some(Some(bytes))),
+            Reply::Nil => Ok(Some(None)),
+            other => Err(unexpected("GET", &other)),
+        }
     }
 
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>> {
