@@ -74,7 +74,8 @@ pub struct LockKeys {
     /// `<lock>_FIFO`: waiters in order of arrival (sorted set of secrets).
     pub queue: Vec<u8>,
     /// `<lock>_WAITERS`: each waiter's terms (hash of secret to "lock ms,
-    /// data TTL s, deadline ms", or "handed <ms>" while the lock is on its way).
+    /// data TTL s, deadline ms"), or "handed <ms> <releaser>" once the lock
+    /// went to it.
     pub waiters: Vec<u8>,
 }
 
@@ -89,10 +90,10 @@ impl LockKeys {
         })
     }
 
-    /// `<lock>_WAKE_<secret>`: the list one waiter blocks on; a hand-over
-    /// pushes the session data there.
-    pub fn wake(&self, secret: &str) -> Vec<u8> {
-        [&self.lock[..], b"_WAKE_", secret.as_bytes()].concat()
+    /// `<lock>_NEXT_<secret>`: where the holder with this secret pushes the
+    /// lock and the data when it hands over; the waiter behind it blocks there.
+    pub fn next(&self, secret: &str) -> Vec<u8> {
+        [&self.lock[..], b"_NEXT_", secret.as_bytes()].concat()
     }
 }
 
@@ -166,7 +167,7 @@ mod tests {
         for data_key in [&b"P:abc"[..], b"t:{tenant}:abc"] {
             let keys = LockKeys::new(data_key).unwrap();
             let slot = hash_slot(data_key);
-            for key in [&keys.lock, &keys.queue, &keys.waiters, &keys.wake("00ff")] {
+            for key in [&keys.lock, &keys.queue, &keys.waiters, &keys.next("00ff")] {
                 assert_eq!(hash_slot(key), slot, "{:?}", String::from_utf8_lossy(key));
             }
         }
