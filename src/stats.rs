@@ -118,7 +118,7 @@ pub fn release_fell_back() {
     bump(&COUNTERS.release_fallbacks);
 }
 
-/// A new set of cluster connections (and slot map).
+/// A cluster set up in this process: its slot map and connections, kept.
 pub fn connected() {
     bump(&COUNTERS.connects);
 }
