@@ -38,7 +38,7 @@ $phases = [
     'reshard' => [14, []],
 ];
 // (r2) Scale-out and back under load: a fourth primary takes a share of ~300k keys, then gives it back.
-if (!$short) $phases['scale-out'] = [40, []];
+if (!$short) $phases['scale-out'] = [70, []];
 // (m) A rolling deploy: the previous release and this one on the same sessions.
 if (getenv('RCS_EXT_PREVIOUS')) $phases['mixed'] = [$short ? 8 : 15, []];
 
