@@ -63,6 +63,10 @@ const RECOVERY_PAUSE: Duration = Duration::from_millis(100);
 const MOVED_PAUSE: Duration = Duration::from_millis(1);
 const NO_OWNER: u16 = u16::MAX;
 
+/// An exchange this large (request and replies) closes its connection
+/// afterwards, so the buffers it grew go back.
+const LARGE_EXCHANGE: usize = 1 << 20;
+
 /// `ASKING`, sent ahead of a request that an `ASK` redirected.
 const ASKING: &[u8] = b"*1\r\n$6\r\nASKING\r\n";
 
@@ -104,6 +108,8 @@ pub struct Cluster {
     seed_order: Vec<usize>,
     /// Commands a node answered "unknown command", not tried again.
     unsupported: Vec<&'static str>,
+    /// A large exchange freed memory that the next request returns.
+    trim_pending: bool,
 }
 
 /// One request: `count` packed commands whose keys are all on `slot`.
@@ -152,6 +158,7 @@ impl Cluster {
             refreshed: None,
             seed_order,
             unsupported: Vec::new(),
+            trim_pending: false,
         }
     }
 
@@ -191,6 +198,9 @@ impl Cluster {
     /// other than redirects come back as `Value::ServerError`.
     pub fn request(&mut self, request: &Request) -> Result<Vec<Value>, Failure> {
         self.forget_if_forked();
+        if std::mem::take(&mut self.trim_pending) {
+            release_free_memory();
+        }
         let mut ask: Option<NodeAddr> = None;
         loop {
             let pause = match self.attempt(request, ask.take()) {
@@ -363,8 +373,17 @@ impl Cluster {
                 redis::ConnectionLike::req_packed_commands(connection, packed, 0, count)
             }
         })();
-        if result.is_err() {
-            self.nodes[index].connection = None;
+        match &result {
+            Err(_) => self.nodes[index].connection = None,
+            // The connection's buffers keep the size of its largest exchange:
+            // after a big session, let them go rather than keep them for
+            // the worker's life; the next request gives the freed heap back,
+            // once the caller has dropped the replies too.
+            Ok(replies) if packed.len() + reply_bytes(replies) > LARGE_EXCHANGE => {
+                self.nodes[index].connection = None;
+                self.trim_pending = true;
+            }
+            Ok(_) => {}
         }
         result
     }
@@ -484,6 +503,33 @@ impl Cluster {
             }
         }
         self.refreshed = Some(Instant::now());
+    }
+}
+
+/// The bytes of string data in replies.
+fn reply_bytes(replies: &[Value]) -> usize {
+    replies
+        .iter()
+        .map(|reply| match reply {
+            Value::BulkString(bytes) => bytes.len(),
+            Value::Array(items) => reply_bytes(items),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Returns freed heap memory to the system (glibc keeps it otherwise, since
+/// a large free raises its threshold for returning memory).
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        unsafe extern "C" {
+            fn malloc_trim(pad: usize) -> i32;
+        }
+        // SAFETY: malloc_trim only returns free memory; any pad is valid.
+        unsafe {
+            malloc_trim(0);
+        }
     }
 }
 
