@@ -235,13 +235,44 @@ foreach (['ours locked', 'phpredis standalone locked', 'files'] as $who) {
     $table['hand-over p90 ms'][$who] = $latencies ? round(percentile($latencies, 0.9), 2) : 'n/a';
 }
 
-// 6. Cold worker: the first request of a fresh process (connect and slot map included).
-$cold_runs = $size(15, 2);
-$log("cold workers: $cold_runs fresh processes per contender");
-foreach ($contenders as $who => $contender) {
-    $times = [];
-    for ($i = 0; $i < $cold_runs; $i++) $times[] = run($contender, 'cold', ['sid' => new_sid()])['seconds'] * 1000;
-    $table['first request of a process, p50 ms'][$who] = round(median($times), 2);
+// 6. Cold worker: the first request of a fresh process (connect and slot map included),
+// timed inside the process; and the connections it opens, counted by every node.
+$cold_runs = $size(21, 2);
+/** Connections the servers at $addrs have accepted since they started. */
+function connections_received(array $addrs): int {
+    $total = 0;
+    foreach ($addrs as $addr) {
+        preg_match('/^total_connections_received:(\d+)/m', Resp::send($addr, ['INFO', 'stats']), $m);
+        $total += (int)$m[1];
+    }
+    return $total;
+}
+$clusters = ['6 nodes' => explode(',', env('RCS_SEEDS'))];
+if (getenv('RCS_SEEDS16')) $clusters['16 nodes'] = explode(',', getenv('RCS_SEEDS16'));
+foreach ($clusters as $name => $all_nodes) {
+    $log("cold workers, $name: $cold_runs fresh processes per contender, interleaved");
+    $primaries_here = array_values(array_filter($all_nodes, fn($addr) => Resp::send($addr, ['ROLE'])[0] === 'master'));
+    $path_here = implode('&', array_map(fn($addr) => "seed[]=$addr", $primaries_here));
+    $cold = $name === '6 nodes' ? $contenders : [
+        'ours locked' => array_replace_recursive($contenders['ours locked'], ['ini' => ['session.save_path' => $path_here]]),
+        'phpredis cluster' => array_replace_recursive($contenders['phpredis cluster'], ['ini' => ['session.save_path' => $path_here]]),
+    ];
+    $times = $connections = [];
+    connections_received($all_nodes);   // Resp's own connections, once
+    for ($i = 0; $i < $cold_runs; $i++) {
+        foreach ($cold as $who => $contender) {
+            $here = (bool)array_intersect($contender['nodes'], $all_nodes);
+            $before = $here ? connections_received($all_nodes) : 0;
+            $times[$who][] = run($contender, 'cold', ['sid' => new_sid()])['seconds'] * 1000;
+            if ($here) $connections[$who][] = connections_received($all_nodes) - $before;
+        }
+    }
+    foreach ($times as $who => $list) {
+        $table["first request of a process, $name, p50 ms"][$who] = round(median($list), 2);
+        if (isset($connections[$who])) {
+            $table["connections of a fresh process, $name, max"][$who] = max($connections[$who]);
+        }
+    }
 }
 
 // 7. Memory: resident size of one process across many locked cycles.
@@ -266,3 +297,7 @@ echo '- instructions, ours locked / phpredis standalone locked: ', $ratio($ins['
 echo '- cycles/s, ours locked / phpredis cluster: ', $ratio($cps['ours locked'], $cps['phpredis cluster']), " (target >= 2)\n";
 echo '- cycles/s, ours locked / phpredis cluster persistent: ', $ratio($cps['ours locked'], $cps['phpredis cluster persistent']), " (target >= 1)\n";
 echo '- contention wall, ours locked / phpredis standalone locked: ', $ratio($wall['ours locked'], $wall['phpredis standalone locked']), " (target <= 0.5)\n";
+foreach (array_keys($clusters) as $name) {
+    $cold = $table["first request of a process, $name, p50 ms"];
+    echo "- first request, $name, ours locked / phpredis cluster: ", $ratio($cold['ours locked'], $cold['phpredis cluster']), " (target <= 1.1)\n";
+}

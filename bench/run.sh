@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark in one command: installs what it needs, builds, starts a local
-# Redis cluster and a plain Redis server (for phpredis's standalone handler),
+# Redis cluster, a 16-node one for the cold start, and a plain Redis server (for
+# phpredis's standalone handler),
 # runs every scenario against every contender and prints one table.
 #   bench/run.sh [--smoke]     --smoke: tiny sizes, only proves it still runs
 set -euo pipefail
@@ -13,17 +14,21 @@ standalone_dir="$ROOT/.cluster/standalone-$STANDALONE_PORT"
 
 [ -n "${BENCH_SKIP_SETUP:-}" ] || { "$ROOT/scripts/install-deps.sh"; "$ROOT/scripts/build.sh"; }
 
+LARGE_PORT=$((BASE_PORT + 20))   # the 16-node cluster (8 primaries + 8 replicas)
+
 stop_servers() {
     "$ROOT/scripts/cluster.sh" stop redis "$BASE_PORT"
+    "$ROOT/scripts/cluster.sh" stop redis "$LARGE_PORT"
     if [ -f "$standalone_dir/pid" ]; then kill "$(cat "$standalone_dir/pid")" 2>/dev/null || true; fi
     rm -rf "$standalone_dir"
 }
 trap stop_servers EXIT
 "$ROOT/scripts/cluster.sh" start redis "$BASE_PORT"
+CLUSTER_NODES=16 "$ROOT/scripts/cluster.sh" start redis "$LARGE_PORT"
 mkdir -p "$standalone_dir"
 redis-server --port "$STANDALONE_PORT" --bind 127.0.0.1 --dir "$standalone_dir" --save '' --appendonly no \
     --daemonize yes --pidfile "$standalone_dir/pid" --logfile "$standalone_dir/log"
 for _ in $(seq 50); do redis-cli -p "$STANDALONE_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
-RCS_EXT=$EXT_SO RCS_SEEDS=$(cluster_seeds "$BASE_PORT") RCS_STANDALONE=127.0.0.1:$STANDALONE_PORT \
+RCS_EXT=$EXT_SO RCS_SEEDS=$(cluster_seeds "$BASE_PORT") RCS_SEEDS16=$(cluster_seeds "$LARGE_PORT" 16) RCS_STANDALONE=127.0.0.1:$STANDALONE_PORT \
     "$PHP" -n "$ROOT/bench/bench.php" "$@"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Starts or stops a local 6-node cluster (3 primaries, 3 replicas) on 127.0.0.1.
+# Starts or stops a local 6-node cluster (3 primaries, 3 replicas) on 127.0.0.1;
+# CLUSTER_NODES=16 makes it 8 primaries and 8 replicas.
 #   scripts/cluster.sh start|stop|status [redis|valkey] [BASE_PORT]
 #   scripts/cluster.sh kill-node|start-node|pause-node|resume-node FLAVOR BASE_PORT PORT
 # start-node also starts a new, empty node on another port, to add to the cluster.
@@ -14,7 +15,8 @@ flavor=${2:-redis}
 base=${3:-$(default_base_port "$flavor")}
 [ -n "$base" ] || die "unknown server flavor '$flavor'"
 dir="$ROOT/.cluster/$flavor-$base"
-ports=($(seq "$base" $((base + 5))))
+nodes=${CLUSTER_NODES:-6}
+ports=($(seq "$base" $((base + nodes - 1))))
 
 node_pid() { cat "$dir/$1/pid" 2>/dev/null || true; }
 
@@ -63,7 +65,7 @@ cluster_ready() {
             *) grep -q 'master_link_status:up' <<<"$replication" || return 1 ;;
         esac
     done
-    [ "$(cli -p "${ports[0]}" cluster nodes | grep -c slave)" -eq 3 ]
+    [ "$(cli -p "${ports[0]}" cluster nodes | grep -c slave)" -eq $((nodes / 2)) ]
 }
 
 # With CLUSTER_TLS_DIR (certificates from scripts/tls-certs.sh) every node
@@ -102,7 +104,7 @@ start() {
         --cluster-replicas 1 --cluster-yes >"$dir/create.log" 2>&1 \
         || { cat "$dir/create.log" >&2; die "cluster create failed"; }
     wait_until 60 "the $flavor cluster to be ready" cluster_ready
-    log "$flavor cluster up on ports ${ports[0]}-${ports[5]} ($("$SERVER_BIN" --version | cut -d' ' -f1-3))"
+    log "$flavor cluster up on ports ${ports[0]}-${ports[-1]} ($("$SERVER_BIN" --version | cut -d' ' -f1-3))"
 }
 
 case "$action" in

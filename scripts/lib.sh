@@ -43,9 +43,9 @@ default_base_port() {
     case "$1" in redis) echo 7100 ;; valkey) echo 7200 ;; esac
 }
 
-# "127.0.0.1:P,127.0.0.1:P+1,..." for the cluster on BASE_PORT.
+# "127.0.0.1:P,127.0.0.1:P+1,..." for the cluster of NODES (default 6) on BASE_PORT.
 cluster_seeds() {
-    local base=$1 seeds="" i
-    for i in 0 1 2 3 4 5; do seeds+="${seeds:+,}127.0.0.1:$((base + i))"; done
+    local base=$1 nodes=${2:-6} seeds="" i
+    for ((i = 0; i < nodes; i++)); do seeds+="${seeds:+,}127.0.0.1:$((base + i))"; done
     echo "$seeds"
 }
