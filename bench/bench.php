@@ -254,8 +254,12 @@ foreach ($clusters as $name => $all_nodes) {
     $primaries_here = array_values(array_filter($all_nodes, fn($addr) => Resp::send($addr, ['ROLE'])[0] === 'master'));
     $path_here = implode('&', array_map(fn($addr) => "seed[]=$addr", $primaries_here));
     $cold = $name === '6 nodes' ? $contenders : [
-        'ours locked' => array_replace_recursive($contenders['ours locked'], ['ini' => ['session.save_path' => $path_here]]),
-        'phpredis cluster' => array_replace_recursive($contenders['phpredis cluster'], ['ini' => ['session.save_path' => $path_here]]),
+        'ours locked' => ['nodes' => $primaries_here] + array_replace_recursive($contenders['ours locked'],
+            ['ini' => ['session.save_path' => $path_here]]),
+        'ours unlocked' => ['nodes' => $primaries_here] + array_replace_recursive($contenders['ours unlocked'],
+            ['ini' => ['session.save_path' => $path_here]]),
+        'phpredis cluster' => ['nodes' => $primaries_here] + array_replace_recursive($contenders['phpredis cluster'],
+            ['ini' => ['session.save_path' => $path_here]]),
     ];
     $times = $connections = [];
     connections_received($all_nodes);   // Resp's own connections, once

@@ -489,16 +489,19 @@ impl Cluster {
 
     fn install_map(&mut self, map: SlotMap) {
         self.slots.fill(NO_OWNER);
+        let mut owners = Vec::with_capacity(map.len());
         for (start, end, addr) in map {
-            let index = u16::try_from(self.node_index(addr)).unwrap_or(NO_OWNER);
-            for slot in start..=end.min(SLOT_COUNT - 1) {
-                self.slots[usize::from(slot)] = index;
+            let index = self.node_index(addr);
+            owners.push(index);
+            let start = usize::from(start);
+            let end = usize::from(end.min(SLOT_COUNT - 1));
+            if start <= end {
+                self.slots[start..=end].fill(u16::try_from(index).unwrap_or(NO_OWNER));
             }
         }
         // Connections to nodes that no longer own a slot (demoted, removed) go.
         for (index, node) in self.nodes.iter_mut().enumerate() {
-            let owns = self.slots.iter().any(|&owner| usize::from(owner) == index);
-            if !owns {
+            if !owners.contains(&index) {
                 node.connection = None;
             }
         }
