@@ -238,15 +238,6 @@ foreach (['ours locked', 'phpredis standalone locked', 'files'] as $who) {
 // 6. Cold worker: the first request of a fresh process (connect and slot map included),
 // timed inside the process; and the connections it opens, counted by every node.
 $cold_runs = $size(21, 2);
-/** Connections the servers at $addrs have accepted since they started. */
-function connections_received(array $addrs): int {
-    $total = 0;
-    foreach ($addrs as $addr) {
-        preg_match('/^total_connections_received:(\d+)/m', Resp::send($addr, ['INFO', 'stats']), $m);
-        $total += (int)$m[1];
-    }
-    return $total;
-}
 $clusters = ['6 nodes' => explode(',', env('RCS_SEEDS'))];
 if (getenv('RCS_SEEDS16')) $clusters['16 nodes'] = explode(',', getenv('RCS_SEEDS16'));
 foreach ($clusters as $name => $all_nodes) {
@@ -262,13 +253,13 @@ foreach ($clusters as $name => $all_nodes) {
             ['ini' => ['session.save_path' => $path_here]]),
     ];
     $times = $connections = [];
-    connections_received($all_nodes);   // Resp's own connections, once
+    resp_connections_received($all_nodes);   // Resp's own connections, once
     for ($i = 0; $i < $cold_runs; $i++) {
         foreach ($cold as $who => $contender) {
             $here = (bool)array_intersect($contender['nodes'], $all_nodes);
-            $before = $here ? connections_received($all_nodes) : 0;
+            $before = $here ? resp_connections_received($all_nodes) : 0;
             $times[$who][] = run($contender, 'cold', ['sid' => new_sid()])['seconds'] * 1000;
-            if ($here) $connections[$who][] = connections_received($all_nodes) - $before;
+            if ($here) $connections[$who][] = resp_connections_received($all_nodes) - $before;
         }
     }
     foreach ($times as $who => $list) {

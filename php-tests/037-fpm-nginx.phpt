@@ -41,12 +41,7 @@ function http_many(int $port, array $paths, array $cookies, int $concurrency): a
 
 /** Connections each cluster node has accepted since it started, summed. */
 function connections_received(): int {
-    $total = 0;
-    foreach (rcs_seeds() as [$host, $port]) {
-        preg_match('/total_connections_received:(\d+)/', Resp::send("$host:$port", ['INFO', 'stats']), $m);
-        $total += (int)$m[1];
-    }
-    return $total;
+    return resp_connections_received(array_map(fn($node) => "$node[0]:$node[1]", rcs_seeds()));
 }
 
 // A fresh process connects only where its session goes: the seed it learns

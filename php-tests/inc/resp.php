@@ -68,12 +68,22 @@ final class RespError {
     public function __construct(public string $message) {}
 }
 
+/** A counter of INFO stats summed over the servers at $addrs. */
+function resp_stats_sum(array $addrs, string $field): int {
+    $total = 0;
+    foreach ($addrs as $addr) {
+        preg_match("/^$field:(\\d+)/m", Resp::send($addr, ['INFO', 'stats']), $m);
+        $total += (int)$m[1];
+    }
+    return $total;
+}
+
 /** Socket reads the servers at $addrs have processed: one per round trip of a client. */
 function resp_reads_processed(array $addrs): int {
-    $reads = 0;
-    foreach ($addrs as $addr) {
-        preg_match('/^total_reads_processed:(\d+)/m', Resp::send($addr, ['INFO', 'stats']), $m);
-        $reads += (int)$m[1];
-    }
-    return $reads;
+    return resp_stats_sum($addrs, 'total_reads_processed');
+}
+
+/** Connections the servers at $addrs have accepted since they started. */
+function resp_connections_received(array $addrs): int {
+    return resp_stats_sum($addrs, 'total_connections_received');
 }
