@@ -259,7 +259,7 @@ impl Cluster {
             deadline,
             ..
         } = *request;
-        let ask_target = ask.is_some();
+        let asking = ask.is_some();
         let index = match ask {
             Some(target) => self.node_index(target),
             None => {
@@ -274,7 +274,6 @@ impl Cluster {
                 }
             }
         };
-        let asking = ask_target;
         let replies = self
             .send(index, packed, count, asking, reply_timeout, deadline)
             .map_err(|error| Failure {
@@ -288,46 +287,35 @@ impl Cluster {
 
     /// What the first redirect among the replies asks for.
     fn redirect(&mut self, slot: u16, asked: usize, replies: &[Value]) -> Next {
-        let asked = self.nodes[asked].addr.clone();
-        for reply in replies {
-            let Value::ServerError(error) = reply else {
-                continue;
-            };
-            let error: RedisError = error.clone().into();
-            match error.kind() {
-                ErrorKind::Server(ServerErrorKind::Moved) => {
-                    if let Some(addr) = redirect_target(&error, &asked) {
-                        let index = self.node_index(addr);
-                        self.slots[usize::from(slot)] = u16::try_from(index).unwrap_or(NO_OWNER);
-                    }
-                    // Keep the map we have if it was fetched just now.
-                    let stale = self
-                        .refreshed
-                        .is_none_or(|at| at.elapsed() >= MAP_REFRESH_INTERVAL);
-                    return if stale {
-                        Next::Refresh(Duration::ZERO)
-                    } else {
-                        Next::Again(MOVED_PAUSE)
-                    };
+        let Some(Value::ServerError(error)) = replies.iter().find(|reply| is_redirect(reply))
+        else {
+            return Next::Done;
+        };
+        let error: RedisError = error.clone().into();
+        let asked = &self.nodes[asked].addr;
+        match error.kind() {
+            ErrorKind::Server(ServerErrorKind::Moved) => {
+                if let Some(addr) = redirect_target(&error, asked) {
+                    let index = self.node_index(addr);
+                    self.slots[usize::from(slot)] = u16::try_from(index).unwrap_or(NO_OWNER);
                 }
-                ErrorKind::Server(ServerErrorKind::Ask) => {
-                    if let Some(addr) = redirect_target(&error, &asked) {
-                        return Next::Ask(addr);
-                    }
+                // Keep the map we have if it was fetched just now.
+                let stale = self
+                    .refreshed
+                    .is_none_or(|at| at.elapsed() >= MAP_REFRESH_INTERVAL);
+                if stale {
+                    Next::Refresh(Duration::ZERO)
+                } else {
+                    Next::Again(MOVED_PAUSE)
                 }
-                ErrorKind::Server(ServerErrorKind::TryAgain) => {
-                    return Next::Again(TRYAGAIN_PAUSE);
-                }
-                ErrorKind::Server(
-                    ServerErrorKind::ClusterDown
-                    | ServerErrorKind::MasterDown
-                    | ServerErrorKind::BusyLoading
-                    | ServerErrorKind::ReadOnly,
-                ) => return Next::Refresh(RECOVERY_PAUSE),
-                _ => {}
             }
+            ErrorKind::Server(ServerErrorKind::Ask) => match redirect_target(&error, asked) {
+                Some(addr) => Next::Ask(addr),
+                None => Next::Done,
+            },
+            ErrorKind::Server(ServerErrorKind::TryAgain) => Next::Again(TRYAGAIN_PAUSE),
+            _ => Next::Refresh(RECOVERY_PAUSE),
         }
-        Next::Done
     }
 
     fn node_index(&mut self, addr: NodeAddr) -> usize {
@@ -507,6 +495,23 @@ impl Cluster {
         }
         self.refreshed = Some(Instant::now());
     }
+}
+
+/// A reply that asks for another node, another try or a fresh slot map:
+/// the command did not run.
+pub fn is_redirect(reply: &Value) -> bool {
+    matches!(reply, Value::ServerError(error) if matches!(
+        RedisError::from(error.clone()).kind(),
+        ErrorKind::Server(
+            ServerErrorKind::Moved
+                | ServerErrorKind::Ask
+                | ServerErrorKind::TryAgain
+                | ServerErrorKind::ClusterDown
+                | ServerErrorKind::MasterDown
+                | ServerErrorKind::BusyLoading
+                | ServerErrorKind::ReadOnly
+        )
+    ))
 }
 
 /// The bytes of string data in replies.

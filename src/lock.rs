@@ -553,19 +553,6 @@ fn optional_bytes(item: Option<Reply>) -> Result<Option<Vec<u8>>> {
     }
 }
 
-/// The keys a release script declares: the session's, and the list named
-/// after the releaser, where its hand-over goes.
-fn release_keys(held: &HeldLock) -> [Vec<u8>; 5] {
-    let keys = &held.keys;
-    [
-        keys.data.clone(),
-        keys.lock.clone(),
-        keys.queue.clone(),
-        keys.waiters.clone(),
-        keys.next(&held.secret),
-    ]
-}
-
 /// Runs a release script: whether the lock was ours.
 fn run_release(
     store: &mut impl LockStore,
@@ -574,8 +561,16 @@ fn run_release(
     args: &[&[u8]],
     ack: Option<ReplicaAck>,
 ) -> Result<(bool, Option<u32>)> {
-    let keys = release_keys(held);
-    let keys: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    // The session's keys, and the list named after the releaser, where its
+    // hand-over goes.
+    let next = held.keys.next(&held.secret);
+    let keys: [&[u8]; 5] = [
+        &held.keys.data,
+        &held.keys.lock,
+        &held.keys.queue,
+        &held.keys.waiters,
+        &next,
+    ];
     let (reply, acked) = match ack {
         Some(ack) => {
             let (reply, acked) = store.eval_acked(script, &keys, args, ack)?;

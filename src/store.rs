@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, anyhow, bail};
 use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value, cmd};
 
-use crate::cluster::{Cluster, ConnectionConfig, Request, is_transient};
+use crate::cluster::{Cluster, ConnectionConfig, Request, is_redirect, is_transient};
 use crate::keys::hash_slot;
 use crate::script::LuaScript;
 use crate::settings::{ReleaseCommand, ReplicaAck};
@@ -347,19 +347,6 @@ fn get_command(key: &[u8], refresh: Option<Duration>) -> Cmd {
         command.arg("EX").arg(whole_seconds(ttl));
     }
     command
-}
-
-/// A reply that names another node or asks to try again: the command did not run.
-fn is_redirect(value: &Value) -> bool {
-    matches!(value, Value::ServerError(err) if matches!(
-        RedisError::from(err.clone()).kind(),
-        ErrorKind::Server(
-            ServerErrorKind::Moved
-                | ServerErrorKind::Ask
-                | ServerErrorKind::TryAgain
-                | ServerErrorKind::ClusterDown
-        )
-    ))
 }
 
 fn set_command(key: &[u8], value: &[u8], ttl: Duration) -> Cmd {
