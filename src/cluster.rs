@@ -1,5 +1,5 @@
-//! Our own routing on a Redis/Valkey cluster, over the `redis` crate's plain
-//! node connections: a slot map learnt from one node, a connection to each
+//! Our own routing on a Redis/Valkey cluster, over node connections
+//! ([`crate::link`]): a slot map learnt from one node, a connection to each
 //! primary only when a request goes there, and every cluster redirect handled
 //! in one place.
 //!
@@ -21,12 +21,10 @@
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use redis::{
-    Client, ConnectionAddr, ConnectionInfo, ErrorKind, IntoConnectionInfo, RedisConnectionInfo,
-    RedisError, RedisResult, ServerErrorKind, Value,
-};
+use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 
 use crate::keys::SLOT_COUNT;
+use crate::link::Link;
 use crate::save_path::{Auth, SavePath, Seed, Tls};
 
 /// Everything that identifies a cluster and how to reach it; each distinct one
@@ -92,7 +90,7 @@ type SlotMap = Vec<(u16, u16, NodeAddr)>;
 
 struct Node {
     addr: NodeAddr,
-    connection: Option<redis::Connection>,
+    connection: Option<Link>,
 }
 
 /// One cluster's slot map and connections, kept for the worker's life.
@@ -186,7 +184,7 @@ impl Cluster {
         if pid != self.pid {
             for node in &mut self.nodes {
                 if let Some(connection) = node.connection.take() {
-                    std::mem::forget(connection);
+                    connection.abandon();
                 }
             }
             self.pid = pid;
@@ -350,17 +348,14 @@ impl Cluster {
             .connection
             .as_mut()
             .expect("connected above");
-        let result = (|| {
-            connection.set_read_timeout(Some(reply_timeout.max(Duration::from_millis(1))))?;
-            if asking {
-                let mut with_asking = Vec::with_capacity(ASKING.len() + packed.len());
-                with_asking.extend_from_slice(ASKING);
-                with_asking.extend_from_slice(packed);
-                redis::ConnectionLike::req_packed_commands(connection, &with_asking, 1, count)
-            } else {
-                redis::ConnectionLike::req_packed_commands(connection, packed, 0, count)
-            }
-        })();
+        let result = if asking {
+            let mut with_asking = Vec::with_capacity(ASKING.len() + packed.len());
+            with_asking.extend_from_slice(ASKING);
+            with_asking.extend_from_slice(packed);
+            connection.exchange(&with_asking, 1, count, reply_timeout)
+        } else {
+            connection.exchange(packed, 0, count, reply_timeout)
+        };
         match &result {
             Err(_) => self.nodes[index].connection = None,
             // The connection's buffers keep the size of its largest exchange:
@@ -378,7 +373,7 @@ impl Cluster {
 
     /// A connection whose connect, TLS handshake and AUTH end by `deadline`,
     /// and at the latest after the connect timeout.
-    fn connect(&self, addr: &NodeAddr, deadline: Instant) -> RedisResult<redis::Connection> {
+    fn connect(&self, addr: &NodeAddr, deadline: Instant) -> RedisResult<Link> {
         let timeout = deadline
             .saturating_duration_since(Instant::now())
             .min(self.config.connect_timeout);
@@ -389,10 +384,7 @@ impl Cluster {
                 addr.to_string(),
             )));
         }
-        let info = connection_info(&self.config, addr)?;
-        let connection = Client::open(info)?.get_connection_with_timeout(timeout)?;
-        connection.set_write_timeout(Some(self.config.read_timeout))?;
-        Ok(connection)
+        Link::open(&self.config, addr, timeout)
     }
 
     /// Fetches the slot map from a node we are connected to, else from the
@@ -458,20 +450,12 @@ impl Cluster {
         })
     }
 
-    fn map_from_seed(
-        &self,
-        asked: &NodeAddr,
-        deadline: Instant,
-    ) -> RedisResult<(SlotMap, redis::Connection)> {
+    fn map_from_seed(&self, asked: &NodeAddr, deadline: Instant) -> RedisResult<(SlotMap, Link)> {
         let mut connection = self.connect(asked, deadline)?;
         let remaining = deadline.saturating_duration_since(Instant::now());
-        connection.set_read_timeout(Some(
-            remaining
-                .min(self.config.read_timeout)
-                .max(Duration::from_millis(1)),
-        ))?;
-        let reply = redis::ConnectionLike::req_packed_command(&mut connection, CLUSTER_SLOTS)?;
-        let map = parse_slots(Some(reply), asked)?;
+        let mut reply =
+            connection.exchange(CLUSTER_SLOTS, 0, 1, remaining.min(self.config.read_timeout))?;
+        let map = parse_slots(reply.pop(), asked)?;
         Ok((map, connection))
     }
 
@@ -609,74 +593,6 @@ fn parse_slots(reply: Option<Value>, asked: &NodeAddr) -> RedisResult<SlotMap> {
         )));
     }
     Ok(map)
-}
-
-fn connection_info(config: &ConnectionConfig, addr: &NodeAddr) -> RedisResult<ConnectionInfo> {
-    let mut redis = RedisConnectionInfo::default().set_skip_set_lib_name();
-    if let Some(auth) = &config.auth {
-        redis = redis.set_password(&auth.password);
-        if let Some(user) = &auth.user {
-            redis = redis.set_username(user);
-        }
-    }
-    let address = match &config.tls {
-        None => ConnectionAddr::Tcp(addr.host.clone(), addr.port),
-        Some(tls) => tls_addr(tls, addr)?,
-    };
-    Ok(address
-        .into_connection_info()?
-        .set_redis_settings(redis)
-        .set_tcp_settings(redis::io::tcp::TcpSettings::default().set_nodelay(true)))
-}
-
-/// TLS to a node, with certificates read from the files the save_path names.
-fn tls_addr(tls: &Tls, addr: &NodeAddr) -> RedisResult<ConnectionAddr> {
-    // rustls needs its crypto provider chosen once per process.
-    static PROVIDER: std::sync::Once = std::sync::Once::new();
-    PROVIDER.call_once(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
-    let read = |option: &str, path: &std::path::Path| {
-        std::fs::read(path).map_err(|err| {
-            RedisError::from((
-                ErrorKind::InvalidClientConfig,
-                "cannot read a TLS file",
-                format!("stream[{option}] {}: {err}", path.display()),
-            ))
-        })
-    };
-    let client_tls = match &tls.client_cert {
-        Some((cert, key)) => Some(redis::ClientTlsConfig {
-            client_cert: read("local_cert", cert)?,
-            client_key: read("local_pk", key)?,
-        }),
-        None => None,
-    };
-    let root_cert = tls
-        .cafile
-        .as_deref()
-        .map(|path| read("cafile", path))
-        .transpose()?;
-    let plain = ConnectionAddr::TcpTls {
-        host: addr.host.clone(),
-        port: addr.port,
-        insecure: !tls.verify_peer,
-        tls_params: None,
-    };
-    let mut address = if client_tls.is_some() || root_cert.is_some() {
-        let certificates = redis::TlsCertificates {
-            client_tls,
-            root_cert,
-        };
-        Client::build_with_tls(plain, certificates)?
-            .get_connection_info()
-            .addr()
-            .clone()
-    } else {
-        plain
-    };
-    address.set_danger_accept_invalid_hostnames(!tls.verify_peer_name);
-    Ok(address)
 }
 
 /// Failures that last only until the cluster has failed over, a node is back

@@ -996,10 +996,7 @@ mod cluster_tests {
     }
 
     fn owner(store: &ClusterStore, keys: &LockKeys) -> Option<Vec<u8>> {
-        match store
-            .command(&keys.lock, cmd("GET").arg(&keys.lock))
-            .unwrap()
-        {
+        match store.run(&keys.lock, cmd("GET").arg(&keys.lock)).unwrap() {
             Reply::Data(owner) => Some(owner),
             _ => None,
         }
@@ -1259,7 +1256,7 @@ mod cluster_tests {
         let mut waiter = queue(&mut store, &keys, Duration::from_secs(30));
         assert!(write(&mut store, &holder, b"v1"));
         // WAIT: the replica has the hand-over before it is promoted.
-        let _ = store.command(&keys.lock, cmd("WAIT").arg(1).arg(1000));
+        let _ = store.run(&keys.lock, cmd("WAIT").arg(1).arg(1000));
         fail_over(&keys.data);
         let handed = waiter
             .wait_for_hand_over(&mut store, Duration::from_secs(1))

@@ -10,10 +10,11 @@ use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, bail};
-use redis::{Cmd, ErrorKind, RedisError, ServerErrorKind, Value, cmd};
+use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
 
 use crate::cluster::{Cluster, ConnectionConfig, Request, is_redirect, is_transient};
 use crate::keys::hash_slot;
+use crate::resp::{Decimal, pack, packed};
 use crate::script::LuaScript;
 use crate::settings::{ReleaseCommand, ReplicaAck};
 use crate::stats;
@@ -182,18 +183,17 @@ impl ClusterStore {
     }
 
     /// One command on the primary of `key`'s slot; an error reply is an error.
-    pub fn command(&self, key: &[u8], command: &Cmd) -> Result<Reply> {
-        self.command_with(key, command, Duration::ZERO)
+    fn command(&self, key: &[u8], args: &[&[u8]]) -> Result<Reply> {
+        self.packed_command(key, &packed(args), Duration::ZERO)
     }
 
-    fn command_with(&self, key: &[u8], command: &Cmd, block: Duration) -> Result<Reply> {
-        let mut replies = self.request(key, &command.get_packed_command(), 1, block)?;
+    fn packed_command(&self, key: &[u8], command: &[u8], block: Duration) -> Result<Reply> {
+        let mut replies = self.request(key, command, 1, block)?;
         reply(replies.pop())
     }
 
-    /// `command` then `WAIT`, in one round trip to the primary that runs it.
-    fn with_wait(&self, key: &[u8], command: &Cmd, ack: ReplicaAck) -> Result<(Reply, u32)> {
-        let mut packed = command.get_packed_command();
+    /// A packed command then `WAIT`, in one round trip to the primary that runs it.
+    fn with_wait(&self, key: &[u8], mut packed: Vec<u8>, ack: ReplicaAck) -> Result<(Reply, u32)> {
         self.append_wait(&mut packed, ack);
         let mut replies = self.request(key, &packed, 2, Duration::ZERO)?.into_iter();
         let first = reply(replies.next())?;
@@ -203,10 +203,9 @@ impl ClusterStore {
     fn append_wait(&self, packed: &mut Vec<u8>, ack: ReplicaAck) {
         // A WAIT that outlasted the read timeout would drop the connection.
         let timeout = ack.timeout.min(self.config.read_timeout / 2);
-        cmd("WAIT")
-            .arg(ack.replicas)
-            .arg(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX))
-            .write_packed_command(packed);
+        let replicas = Decimal::from(u64::from(ack.replicas));
+        let millis = Decimal::from(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX));
+        pack(packed, &[b"WAIT", replicas.as_bytes(), millis.as_bytes()]);
     }
 
     /// A script on the primary of its keys' slot, with `WAIT` behind it when
@@ -221,7 +220,7 @@ impl ClusterStore {
     ) -> Result<(Reply, Option<u32>)> {
         let routing = keys.first().copied().unwrap_or_default();
         let send = |verb: &str, body: &str| {
-            let mut packed = script_command(verb, body, keys, args).get_packed_command();
+            let mut packed = script_command(verb, body, keys, args);
             if let Some(ack) = ack {
                 self.append_wait(&mut packed, ack);
             }
@@ -253,19 +252,14 @@ impl ClusterStore {
     }
 }
 
-/// EVAL/EVALSHA, sized up front: growing the argument buffers cost more than
-/// the rest of building it.
-fn script_command(verb: &str, body: &str, keys: &[&[u8]], args: &[&[u8]]) -> Cmd {
-    let count = 3 + keys.len() + args.len();
-    let size: usize = keys.iter().chain(args).map(|arg| arg.len()).sum();
-    let mut command = Cmd::with_capacity(count, size + verb.len() + body.len() + 4);
-    command
-        .arg(verb)
-        .arg(body)
-        .arg(keys.len())
-        .arg(keys)
-        .arg(args);
-    command
+/// EVAL/EVALSHA, packed.
+fn script_command(verb: &str, body: &str, keys: &[&[u8]], args: &[&[u8]]) -> Vec<u8> {
+    let key_count = Decimal::from(keys.len() as u64);
+    let mut all: Vec<&[u8]> = Vec::with_capacity(3 + keys.len() + args.len());
+    all.extend([verb.as_bytes(), body.as_bytes(), key_count.as_bytes()]);
+    all.extend_from_slice(keys);
+    all.extend_from_slice(args);
+    packed(&all)
 }
 
 /// The replica count a `WAIT` answered.
@@ -336,32 +330,27 @@ pub fn whole_seconds(ttl: Duration) -> u64 {
     ttl.as_secs().max(1)
 }
 
-/// GET, or GETEX with a new TTL.
-fn get_command(key: &[u8], refresh: Option<Duration>) -> Cmd {
-    let mut command = match refresh {
-        Some(_) => cmd("GETEX"),
-        None => cmd("GET"),
-    };
-    command.arg(key);
-    if let Some(ttl) = refresh {
-        command.arg("EX").arg(whole_seconds(ttl));
+/// GET, or GETEX with a new TTL, appended to `out`.
+fn pack_get(out: &mut Vec<u8>, key: &[u8], refresh: Option<Duration>) {
+    match refresh {
+        Some(ttl) => {
+            let seconds = Decimal::from(whole_seconds(ttl));
+            pack(out, &[b"GETEX", key, b"EX", seconds.as_bytes()]);
+        }
+        None => pack(out, &[b"GET", key]),
     }
-    command
 }
 
-fn set_command(key: &[u8], value: &[u8], ttl: Duration) -> Cmd {
-    let mut command = cmd("SET");
-    command
-        .arg(key)
-        .arg(value)
-        .arg("EX")
-        .arg(whole_seconds(ttl));
-    command
+fn set_command(key: &[u8], value: &[u8], ttl: Duration) -> Vec<u8> {
+    let seconds = Decimal::from(whole_seconds(ttl));
+    packed(&[b"SET", key, value, b"EX", seconds.as_bytes()])
 }
 
 impl SessionStore for ClusterStore {
     fn get(&mut self, key: &[u8], refresh: Option<Duration>) -> Result<Option<Vec<u8>>> {
-        match self.command(key, &get_command(key, refresh))? {
+        let mut command = Vec::new();
+        pack_get(&mut command, key, refresh);
+        match self.packed_command(key, &command, Duration::ZERO)? {
             Reply::Data(data) => Ok(Some(data)),
             Reply::Nil => Ok(None),
             other => Err(unexpected("GET", &other)),
@@ -369,7 +358,8 @@ impl SessionStore for ClusterStore {
     }
 
     fn set(&mut self, key: &[u8], value: &[u8], ttl: Duration) -> Result<()> {
-        self.command(key, &set_command(key, value, ttl)).map(drop)
+        self.packed_command(key, &set_command(key, value, ttl), Duration::ZERO)
+            .map(drop)
     }
 
     fn set_acked(
@@ -379,20 +369,21 @@ impl SessionStore for ClusterStore {
         ttl: Duration,
         ack: ReplicaAck,
     ) -> Result<u32> {
-        self.with_wait(key, &set_command(key, value, ttl), ack)
+        self.with_wait(key, set_command(key, value, ttl), ack)
             .map(|(_, acked)| acked)
     }
 
     fn expire(&mut self, key: &[u8], ttl: Duration) -> Result<bool> {
-        Ok(self.command(key, cmd("EXPIRE").arg(key).arg(whole_seconds(ttl)))? == Reply::Int(1))
+        let seconds = Decimal::from(whole_seconds(ttl));
+        Ok(self.command(key, &[b"EXPIRE", key, seconds.as_bytes()])? == Reply::Int(1))
     }
 
     fn exists(&mut self, key: &[u8]) -> Result<bool> {
-        Ok(self.command(key, cmd("EXISTS").arg(key))? == Reply::Int(1))
+        Ok(self.command(key, &[b"EXISTS", key])? == Reply::Int(1))
     }
 
     fn delete(&mut self, key: &[u8]) -> Result<()> {
-        self.command(key, cmd("DEL").arg(key)).map(drop)
+        self.command(key, &[b"DEL", key]).map(drop)
     }
 }
 
@@ -424,14 +415,9 @@ impl LockStore for ClusterStore {
         let lock_ms = u64::try_from(lock_ttl.as_millis())
             .unwrap_or(u64::MAX)
             .max(1);
-        let mut packed = cmd("SET")
-            .arg(lock)
-            .arg(secret)
-            .arg("NX")
-            .arg("PX")
-            .arg(lock_ms)
-            .get_packed_command();
-        get_command(data, refresh).write_packed_command(&mut packed);
+        let lock_ms = Decimal::from(lock_ms);
+        let mut packed = packed(&[b"SET", lock, secret, b"NX", b"PX", lock_ms.as_bytes()]);
+        pack_get(&mut packed, data, refresh);
         let mut replies = self
             .send(lock, &packed, 2, Duration::ZERO, false)?
             .into_iter();
@@ -453,7 +439,8 @@ impl LockStore for ClusterStore {
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>> {
         let millis = timeout.as_millis().max(1);
         let seconds = format!("{}.{:03}", millis / 1000, millis % 1000);
-        match self.command_with(key, cmd("BLPOP").arg(key).arg(seconds), timeout)? {
+        let command = packed(&[b"BLPOP", key, seconds.as_bytes()]);
+        match self.packed_command(key, &command, timeout)? {
             Reply::Array(mut items) if items.len() == 2 => match items.pop() {
                 Some(Reply::Data(element)) => Ok(Some(element)),
                 _ => bail!("unexpected reply to BLPOP"),
@@ -470,19 +457,19 @@ impl LockStore for ClusterStore {
         command: ReleaseCommand,
         queue: &[u8],
     ) -> Result<Option<(bool, u64)>> {
-        let (name, request) = match command {
-            ReleaseCommand::Delex => (
-                "DELEX",
-                cmd("DELEX").arg(key).arg("IFEQ").arg(value).clone(),
-            ),
-            ReleaseCommand::Delifeq => ("DELIFEQ", cmd("DELIFEQ").arg(key).arg(value).clone()),
+        let name = match command {
+            ReleaseCommand::Delex => "DELEX",
+            ReleaseCommand::Delifeq => "DELIFEQ",
             ReleaseCommand::Eval => return Ok(None),
         };
         if self.with_cluster(|cluster| cluster.is_unsupported(name)) {
             return Ok(None);
         }
-        let mut packed = request.get_packed_command();
-        cmd("ZCARD").arg(queue).write_packed_command(&mut packed);
+        let mut packed = match command {
+            ReleaseCommand::Delex => packed(&[b"DELEX", key, b"IFEQ", value]),
+            _ => packed(&[b"DELIFEQ", key, value]),
+        };
+        pack(&mut packed, &[b"ZCARD", queue]);
         let mut replies = self.request(key, &packed, 2, Duration::ZERO)?.into_iter();
         let deleted = match replies.next().map(server_reply) {
             Some(Ok(Reply::Int(n))) => n == 1,
@@ -517,6 +504,7 @@ pub(crate) mod cluster_tests {
     use super::*;
     use crate::keys::{hash_slot, lock_key};
     use crate::save_path;
+    use redis::cmd;
 
     /// A store on the cluster named by RCS_SEEDS.
     pub(crate) fn store() -> ClusterStore {
@@ -530,9 +518,16 @@ pub(crate) mod cluster_tests {
         ClusterStore::new((&save_path::parse(&path).unwrap()).into())
     }
 
+    impl ClusterStore {
+        /// A test's command on the primary of `key`'s slot.
+        pub(crate) fn run(&self, key: &[u8], command: &redis::Cmd) -> Result<Reply> {
+            self.packed_command(key, &command.get_packed_command(), Duration::ZERO)
+        }
+    }
+
     /// An integer reply to a command on `key`'s primary.
-    pub(crate) fn int(store: &ClusterStore, key: &[u8], command: &Cmd) -> i64 {
-        match store.command(key, command).unwrap() {
+    pub(crate) fn int(store: &ClusterStore, key: &[u8], command: &redis::Cmd) -> i64 {
+        match store.run(key, command).unwrap() {
             Reply::Int(n) => n,
             other => panic!("not an integer: {other:?}"),
         }
