@@ -176,6 +176,43 @@ impl LockSettings {
     }
 }
 
+/// An INI value as PHP's `INI_INT` reads it: C's `strtol(text, NULL, 0)`
+/// (leading spaces, a sign, `0x` hex, `0` octal, digits up to the first
+/// other byte; saturated on overflow).
+pub fn ini_long(text: &[u8]) -> i64 {
+    let text = text.trim_ascii_start();
+    let (negative, text) = match text.first() {
+        Some(b'-') => (true, &text[1..]),
+        Some(b'+') => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let (radix, digits) = match text {
+        [b'0', b'x' | b'X', next, ..] if next.is_ascii_hexdigit() => (16, &text[2..]),
+        [b'0', ..] => (8, text),
+        _ => (10, text),
+    };
+    let limit = if negative {
+        i64::MIN.unsigned_abs()
+    } else {
+        i64::MAX.unsigned_abs()
+    };
+    let mut magnitude: u64 = 0;
+    for &byte in digits {
+        let Some(digit) = char::from(byte).to_digit(radix) else {
+            break;
+        };
+        magnitude = magnitude
+            .saturating_mul(u64::from(radix))
+            .saturating_add(u64::from(digit))
+            .min(limit);
+    }
+    if negative {
+        0i64.checked_sub_unsigned(magnitude).unwrap_or(i64::MIN)
+    } else {
+        i64::try_from(magnitude).unwrap_or(i64::MAX)
+    }
+}
+
 /// phpredis's `session_gc_maxlifetime()`: at most INT_MAX, and 1440 s when
 /// not positive, each with its notice.
 pub fn clamp_session_ttl(gc_maxlifetime: i64) -> (Duration, Option<&'static str>) {
@@ -198,6 +235,42 @@ pub fn clamp_session_ttl(gc_maxlifetime: i64) -> (Duration, Option<&'static str>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ini_long_reads_numbers_as_c_strtol_does() {
+        unsafe extern "C" {
+            fn strtol(text: *const std::ffi::c_char, end: *mut *mut u8, base: i32) -> i64;
+        }
+        let texts = [
+            "",
+            "0",
+            "42",
+            "-42",
+            "+7",
+            "  12abc",
+            "0x1F",
+            "0X",
+            "0xg",
+            "010",
+            "09",
+            "-0x10",
+            "9223372036854775807",
+            "9223372036854775808",
+            "-9223372036854775808",
+            "-9223372036854775809",
+            "99999999999999999999999",
+            "\t\n 5",
+            "abc",
+            "1e3",
+            "- 5",
+        ];
+        for text in texts {
+            let c_text = std::ffi::CString::new(text).unwrap();
+            // SAFETY: a NUL-terminated string; no end pointer.
+            let expected = unsafe { strtol(c_text.as_ptr(), std::ptr::null_mut(), 0) };
+            assert_eq!(ini_long(text.as_bytes()), expected, "{text:?}");
+        }
+    }
     use std::collections::HashMap;
 
     struct Ini(HashMap<&'static CStr, &'static str>);

@@ -1,5 +1,5 @@
 //! Hand-written declarations of PHP's session module API (`ext/session/php_session.h`)
-//! and the INI readers that ext-php-rs does not bind. They are exported by the
+//! that ext-php-rs does not bind. They are exported by the
 //! PHP binary (session is compiled in on Debian) and resolved when PHP loads us.
 
 use std::ffi::{c_char, c_int, c_void};
@@ -48,11 +48,4 @@ unsafe extern "C" {
     pub fn zend_unregister_ini_entries(module_number: c_int);
     pub fn php_html_puts(text: *const c_char, size: usize);
     pub fn php_output_write(text: *const c_char, len: usize) -> usize;
-    pub fn zend_ini_long(name: *const c_char, name_length: usize, orig: c_int) -> zend_long;
-    pub fn zend_ini_string_ex(
-        name: *const c_char,
-        name_length: usize,
-        orig: c_int,
-        exists: *mut bool,
-    ) -> *mut c_char;
 }

@@ -5,38 +5,67 @@
 //! module dependency in `module.rs`). Reads go by name, so phpredis's values
 //! apply when it owns a directive.
 
-use std::ffi::{CStr, c_int};
+use std::cell::RefCell;
+use std::ffi::{CStr, c_char, c_int};
 
-use ext_php_rs::ffi::zend_register_ini_entries;
+use ext_php_rs::ffi::{zend_hash_str_find, zend_ini_entry, zend_register_ini_entries};
 use ext_php_rs::flags::IniEntryPermission;
-use ext_php_rs::zend::IniEntryDef;
+use ext_php_rs::zend::{ExecutorGlobals, IniEntryDef};
 
-use super::abi::{zend_ini_long, zend_ini_string_ex};
-use crate::settings::{INI_DEFAULTS, IniSource};
+use crate::settings::{INI_DEFAULTS, IniSource, ini_long};
 
-/// PHP's INI, read by name when a session opens.
+/// PHP's INI, read when a session opens.
 pub struct PhpIni;
+
+thread_local! {
+    /// Each directive's entry, looked up once per thread (a hash lookup per
+    /// directive and request cost more than the rest of reading settings).
+    /// Every directive read here is registered at module startup (by PHP,
+    /// ext/session, phpredis or this extension) and its entry lives until
+    /// shutdown; `ini_set()` and the end of a request change only its value.
+    static ENTRIES: RefCell<Vec<(*const c_char, *const zend_ini_entry)>> =
+        const { RefCell::new(Vec::new()) };
+}
+
+/// `read` of the directive's current value, `None` when it does not exist.
+fn read_value<T>(name: &CStr, read: impl FnOnce(&CStr) -> T) -> Option<T> {
+    let entry = ENTRIES.with(|cell| {
+        let mut entries = cell.borrow_mut();
+        if let Some(&(_, entry)) = entries.iter().find(|(known, _)| *known == name.as_ptr()) {
+            return entry;
+        }
+        let globals = ExecutorGlobals::get();
+        // SAFETY: PHP's table of directives, read on the thread that owns it;
+        // its values are `zend_ini_entry` pointers.
+        let found = unsafe {
+            zend_hash_str_find(globals.ini_directives, name.as_ptr(), name.count_bytes())
+                .as_ref()
+                .map_or(std::ptr::null(), |zval| {
+                    zval.value.ptr.cast::<zend_ini_entry>()
+                })
+        };
+        // A directive not registered yet may be later (by this extension's MINIT).
+        if !found.is_null() {
+            entries.push((name.as_ptr(), found));
+        }
+        found
+    });
+    // SAFETY: a live entry (see ENTRIES); its value, when set, is a
+    // NUL-terminated zend_string that nothing changes while `read` runs.
+    unsafe {
+        let value = entry.as_ref()?.value.as_ref()?;
+        Some(read(CStr::from_ptr(value.val.as_ptr())))
+    }
+}
 
 impl IniSource for PhpIni {
     fn long(&self, name: &CStr) -> i64 {
-        // SAFETY: a NUL-terminated name with its length; PHP only reads it.
-        unsafe { zend_ini_long(name.as_ptr(), name.count_bytes(), 0) }
+        // As PHP's zend_ini_long, 0 when unset.
+        read_value(name, |text| ini_long(text.to_bytes())).unwrap_or(0)
     }
 
     fn string(&self, name: &CStr) -> Option<String> {
-        let mut exists = false;
-        // SAFETY: as above; the returned pointer is PHP's NUL-terminated value
-        // (or NULL) and is copied before anything else runs.
-        let value =
-            unsafe { zend_ini_string_ex(name.as_ptr(), name.count_bytes(), 0, &mut exists) };
-        if !exists || value.is_null() {
-            return None;
-        }
-        Some(
-            unsafe { CStr::from_ptr(value) }
-                .to_string_lossy()
-                .into_owned(),
-        )
+        read_value(name, |text| text.to_string_lossy().into_owned())
     }
 }
 
