@@ -18,6 +18,7 @@
 //! repeat (see `lock.rs`). Everything is retried until the request's
 //! deadline. Only the broken connection is dropped; redirects keep them all.
 
+use std::rc::Rc;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -95,7 +96,7 @@ struct Node {
 
 /// One cluster's slot map and connections, kept for the worker's life.
 pub struct Cluster {
-    config: ConnectionConfig,
+    config: Rc<ConnectionConfig>,
     /// The process that made the connections: a forked child must not use them.
     pid: u32,
     nodes: Vec<Node>,
@@ -146,7 +147,7 @@ enum Next {
 }
 
 impl Cluster {
-    pub fn new(config: ConnectionConfig) -> Self {
+    pub fn new(config: Rc<ConnectionConfig>) -> Self {
         let seed_order = (0..config.seeds.len()).collect();
         Cluster {
             config,
@@ -160,7 +161,7 @@ impl Cluster {
         }
     }
 
-    pub fn config(&self) -> &ConnectionConfig {
+    pub fn config(&self) -> &Rc<ConnectionConfig> {
         &self.config
     }
 

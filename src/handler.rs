@@ -4,10 +4,13 @@
 //! `session.*`), data as bytes, failures go out as errors whose text becomes
 //! the PHP warning.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
 
+use crate::cluster::ConnectionConfig;
 use crate::keys;
 use crate::lock::{self, Acquired, HeldLock, Save};
 use crate::save_path;
@@ -20,7 +23,7 @@ const SID_ATTEMPTS: usize = 3;
 
 pub struct SessionHandler<S> {
     store: S,
-    prefix: Vec<u8>,
+    prefix: Rc<[u8]>,
     settings: Settings,
     /// The last read found no data key, so an early refresh refreshed nothing.
     key_missing: bool,
@@ -50,20 +53,43 @@ fn slow_wait_notice(sid: &[u8], waited: Duration, threshold: Duration) -> String
     )
 }
 
+/// A save_path's text, its key prefix and its cluster.
+type OpenedPath = (String, Rc<[u8]>, Rc<ConnectionConfig>);
+
+thread_local! {
+    /// The last save_path opened, parsed: a worker opens the same one on every
+    /// request, so it is parsed once and its config shared, not copied.
+    static LAST_OPENED: RefCell<Option<OpenedPath>> = const { RefCell::new(None) };
+}
+
 impl SessionHandler<ClusterStore> {
     /// Parses the save_path; the cluster is contacted on first use.
     pub fn open(save_path: &str, settings: Settings) -> Result<Self> {
-        let path = save_path::parse_cached(save_path)?;
-        let store = ClusterStore::new((&path).into());
-        Ok(Self::with_store(store, path.prefix, settings))
+        let (prefix, config) = LAST_OPENED.with_borrow_mut(|last| -> Result<_> {
+            if let Some((text, prefix, config)) = last.as_ref()
+                && text == save_path
+            {
+                return Ok((prefix.clone(), config.clone()));
+            }
+            let path = save_path::parse(save_path)?;
+            let config = Rc::new(ConnectionConfig::from(&path));
+            let prefix: Rc<[u8]> = path.prefix.into();
+            *last = Some((save_path.to_owned(), prefix.clone(), config.clone()));
+            Ok((prefix, config))
+        })?;
+        Ok(Self::with_store(
+            ClusterStore::new(config),
+            prefix,
+            settings,
+        ))
     }
 }
 
 impl<S: SessionStore + LockStore> SessionHandler<S> {
-    pub fn with_store(store: S, prefix: Vec<u8>, settings: Settings) -> Self {
+    pub fn with_store(store: S, prefix: impl Into<Rc<[u8]>>, settings: Settings) -> Self {
         SessionHandler {
             store,
-            prefix,
+            prefix: prefix.into(),
             settings,
             key_missing: false,
             lock: None,

@@ -27,9 +27,18 @@ pub fn packed(args: &[&[u8]]) -> Vec<u8> {
 }
 
 fn push_header(out: &mut Vec<u8>, kind: u8, length: usize) {
-    out.push(kind);
-    out.extend_from_slice(Decimal::from(length as u64).as_bytes());
-    out.extend_from_slice(b"\r\n");
+    // Most arguments are shorter than 100 bytes: their digits go in directly.
+    match u8::try_from(length) {
+        Ok(n @ 0..10) => out.extend_from_slice(&[kind, b'0' + n, b'\r', b'\n']),
+        Ok(n @ 10..100) => {
+            out.extend_from_slice(&[kind, b'0' + n / 10, b'0' + n % 10, b'\r', b'\n'])
+        }
+        _ => {
+            out.push(kind);
+            out.extend_from_slice(Decimal::from(length as u64).as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+    }
 }
 
 /// A number's decimal digits, without allocating.

@@ -5,7 +5,6 @@
 //! Unlike phpredis, every malformed part is an error: a half-understood
 //! configuration must not silently talk to the wrong place.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
@@ -116,24 +115,6 @@ enum Param {
     /// `name[]=v` and `name[key]=v` entries as (key, value); `[]` gets the next
     /// free integer key, as in a PHP array.
     Array(Vec<(Vec<u8>, Vec<u8>)>),
-}
-
-thread_local! {
-    /// The last save_path parsed on this thread: a worker serves every request
-    /// with the same one, so it is parsed once.
-    static LAST_PARSED: RefCell<Option<(String, SavePath)>> = const { RefCell::new(None) };
-}
-
-/// [`parse`], reusing the previous result when the save_path has not changed.
-pub fn parse_cached(save_path: &str) -> Result<SavePath, SavePathError> {
-    LAST_PARSED.with_borrow_mut(|last| match last {
-        Some((text, parsed)) if text == save_path => Ok(parsed.clone()),
-        _ => {
-            let parsed = parse(save_path)?;
-            *last = Some((save_path.to_owned(), parsed.clone()));
-            Ok(parsed)
-        }
-    })
 }
 
 pub fn parse(save_path: &str) -> Result<SavePath, SavePathError> {

@@ -7,6 +7,7 @@
 //! because FPM forks after startup.
 
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, bail};
@@ -112,11 +113,11 @@ thread_local! {
 }
 
 pub struct ClusterStore {
-    config: ConnectionConfig,
+    config: Rc<ConnectionConfig>,
 }
 
 impl ClusterStore {
-    pub fn new(config: ConnectionConfig) -> Self {
+    pub fn new(config: Rc<ConnectionConfig>) -> Self {
         ClusterStore { config }
     }
 
@@ -124,7 +125,10 @@ impl ClusterStore {
     fn with_cluster<T>(&self, f: impl FnOnce(&mut Cluster) -> T) -> T {
         CLUSTERS.with(|cell| {
             let mut clusters = cell.borrow_mut();
-            let index = match clusters.iter().position(|c| *c.config() == self.config) {
+            let index = match clusters
+                .iter()
+                .position(|c| Rc::ptr_eq(c.config(), &self.config) || *c.config() == self.config)
+            {
                 Some(index) => index,
                 None => {
                     if clusters.len() >= MAX_CLUSTERS {
@@ -515,7 +519,7 @@ pub(crate) mod cluster_tests {
             .map(|seed| format!("seed[]={seed}"))
             .collect::<Vec<_>>()
             .join("&");
-        ClusterStore::new((&save_path::parse(&path).unwrap()).into())
+        ClusterStore::new(Rc::new((&save_path::parse(&path).unwrap()).into()))
     }
 
     impl ClusterStore {

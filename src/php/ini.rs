@@ -27,8 +27,13 @@ thread_local! {
         const { RefCell::new(Vec::new()) };
 }
 
+/// Drops this thread's entries, which PHP frees at module shutdown.
+pub fn forget_entries() {
+    ENTRIES.with_borrow_mut(Vec::clear);
+}
+
 /// `read` of the directive's current value, `None` when it does not exist.
-fn read_value<T>(name: &CStr, read: impl FnOnce(&CStr) -> T) -> Option<T> {
+fn read_value<T>(name: &CStr, read: impl FnOnce(&[u8]) -> T) -> Option<T> {
     let entry = ENTRIES.with(|cell| {
         let mut entries = cell.borrow_mut();
         if let Some(&(_, entry)) = entries.iter().find(|(known, _)| *known == name.as_ptr()) {
@@ -51,21 +56,27 @@ fn read_value<T>(name: &CStr, read: impl FnOnce(&CStr) -> T) -> Option<T> {
         found
     });
     // SAFETY: a live entry (see ENTRIES); its value, when set, is a
-    // NUL-terminated zend_string that nothing changes while `read` runs.
+    // zend_string that nothing changes while `read` runs. The bytes are
+    // reached through the raw pointer, since they extend past `val`'s
+    // declared length of 1.
     unsafe {
-        let value = entry.as_ref()?.value.as_ref()?;
-        Some(read(CStr::from_ptr(value.val.as_ptr())))
+        let value = entry.as_ref()?.value;
+        if value.is_null() {
+            return None;
+        }
+        let bytes = (&raw const (*value).val).cast::<u8>();
+        Some(read(std::slice::from_raw_parts(bytes, (*value).len)))
     }
 }
 
 impl IniSource for PhpIni {
     fn long(&self, name: &CStr) -> i64 {
         // As PHP's zend_ini_long, 0 when unset.
-        read_value(name, |text| ini_long(text.to_bytes())).unwrap_or(0)
+        read_value(name, ini_long).unwrap_or(0)
     }
 
     fn string(&self, name: &CStr) -> Option<String> {
-        read_value(name, |text| text.to_string_lossy().into_owned())
+        read_value(name, |text| String::from_utf8_lossy(text).into_owned())
     }
 }
 

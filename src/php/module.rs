@@ -97,6 +97,9 @@ unsafe extern "C" fn minit(_type: i32, module_number: i32) -> i32 {
 unsafe extern "C" fn mshutdown(_type: i32, module_number: i32) -> i32 {
     // SAFETY: only removes the entries registered under our module number.
     unsafe { zend_unregister_ini_entries(module_number) };
+    // A server that restarts PHP in the same process (Apache's graceful
+    // restart) registers the directives anew.
+    ini::forget_entries();
     0
 }
 
