@@ -1,5 +1,5 @@
 --TEST--
-One time budget per hook: however many seeds hang or refuse, session_start() gives up within timeout + read_timeout
+One time budget per hook: however many seeds hang or refuse, session_start() gives up within timeout + read_timeout; a hung seed ahead of a live one costs one read timeout
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';
@@ -30,6 +30,12 @@ $elapsed = $try(array_map($port, $hung), 'timeout=1&read_timeout=1');
 echo "3 hung seeds: ", $elapsed >= 1.5 && $elapsed < 2.5 ? 'gave up within timeout + read_timeout (2 s)' : "$elapsed s", "\n";
 $elapsed = $try($closed, 'timeout=1&read_timeout=1');
 echo "3 refused seeds: ", $elapsed < 0.5 ? 'gave up at once' : "$elapsed s", "\n";
+// A hung seed ahead of a live one costs one read timeout.
+$live = array_map(fn($seed) => $seed[1], rcs_seeds());
+session_id('budget');
+$elapsed = $try([$port($hung[0]), $live[0]], 'timeout=1&read_timeout=1');
+echo "hung seed first: ", $elapsed >= 0.8 && $elapsed < 1.8 ? 'one read timeout' : "$elapsed s", "\n";
+session_write_close();
 ?>
 --EXPECTF--
   session_start(): Couldn't map cluster keyspace using any provided seed: %s
@@ -40,3 +46,5 @@ bool(false)
   session_start(): Failed to read session data: rediscluster
 bool(false)
 3 refused seeds: gave up at once
+bool(true)
+hung seed first: one read timeout

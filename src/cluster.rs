@@ -417,8 +417,8 @@ impl Cluster {
                 Err(error) => last_error = Some(error),
             }
         }
-        for turn in 0..self.seed_order.len() {
-            let seed = &self.config.seeds[self.seed_order[turn]];
+        for seed_index in self.seed_order.clone() {
+            let seed = &self.config.seeds[seed_index];
             let asked = NodeAddr {
                 host: seed.host.clone(),
                 port: seed.port,
@@ -434,8 +434,8 @@ impl Cluster {
                 Err(error) => {
                     last_error = Some(error);
                     // Tried last next time.
-                    let failed = self.seed_order.remove(turn);
-                    self.seed_order.push(failed);
+                    self.seed_order.retain(|&index| index != seed_index);
+                    self.seed_order.push(seed_index);
                     if Instant::now() >= deadline {
                         break;
                     }
@@ -680,6 +680,34 @@ mod tests {
             Some("10.0.0.9:6381")
         );
         assert_eq!(target("-ERR wrong\r\n"), None);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_seed_that_failed_is_tried_last_next_time() {
+        let seeds = std::env::var("RCS_SEEDS").expect("RCS_SEEDS of a running cluster");
+        let live = seeds.split(',').next().unwrap();
+        // Connections complete (the kernel accepts them) and nothing answers.
+        let hung = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let hung = hung.local_addr().unwrap();
+        let path = format!("seed[]={hung}&seed[]={live}&timeout=1&read_timeout=0.3");
+        let config = ConnectionConfig::from(&crate::save_path::parse(&path).unwrap());
+        let mut cluster = Cluster::new(Rc::new(config));
+        let timed_refresh = |cluster: &mut Cluster| {
+            let started = Instant::now();
+            cluster
+                .refresh_map(started + Duration::from_secs(2))
+                .unwrap();
+            started.elapsed()
+        };
+        let first = timed_refresh(&mut cluster);
+        assert!(first >= Duration::from_millis(300), "{first:?}");
+        // Without connections, the next refresh starts from the seeds again.
+        for node in &mut cluster.nodes {
+            node.connection = None;
+        }
+        let second = timed_refresh(&mut cluster);
+        assert!(second < Duration::from_millis(250), "{second:?}");
     }
 
     #[test]
