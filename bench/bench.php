@@ -4,8 +4,10 @@
 //   RCS_EXT      this extension's .so
 //   RCS_SEEDS    host:port,... of the local cluster
 //   RCS_STANDALONE host:port of a plain (non-cluster) server for phpredis's `redis` handler
+//   RCS_SEEDS16  host:port,... of a 16-node cluster (optional), RCS_FPM_PORT a free port for nginx
 //   php -n bench/bench.php [--smoke]
 require __DIR__ . '/../php-tests/inc/resp.php';
+require __DIR__ . '/../php-tests/inc/http.php';
 require __DIR__ . '/../php-tests/inc/env.php';
 
 $smoke = in_array('--smoke', $argv, true);
@@ -273,7 +275,39 @@ foreach ($clusters as $name => $all_nodes) {
     }
 }
 
-// 7. Memory: resident size of one process across many locked cycles.
+// 7. FPM workers: nginx + php-fpm serving sessions spread over every primary
+// of the largest cluster; the connections the cluster accepted, per worker.
+$fpm = ['workers' => 4, 'requests' => $size(400, 40), 'sessions' => $size(64, 8)];
+$fpm_cluster = array_key_last($clusters);
+$fpm_nodes = $clusters[$fpm_cluster];
+$fpm_path = implode('&', array_map(fn($addr) => "seed[]=$addr",
+    array_filter($fpm_nodes, fn($addr) => Resp::send($addr, ['ROLE'])[0] === 'master')));
+$fpm_row = "connections per FPM worker, $fpm_cluster, {$fpm['workers']} workers x "
+    . ($fpm['requests'] / $fpm['workers']) . " requests";
+$log("php-fpm: {$fpm['workers']} workers, {$fpm['requests']} requests on {$fpm['sessions']} sessions, $fpm_cluster");
+$fpm_sids = array_map(fn($i) => new_sid(), range(1, $fpm['sessions']));
+$cookies = array_map(fn($i) => 'PHPSESSID=' . $fpm_sids[$i % $fpm['sessions']], range(0, $fpm['requests'] - 1));
+foreach (['ours locked' => ['redis.session.locking_enabled=1'], 'phpredis cluster' => []] as $who => $ini) {
+    $dir = sys_get_temp_dir() . '/rcs-bench-fpm';
+    $fpm_sh = __DIR__ . '/../scripts/fpm.sh';
+    putenv($who === 'phpredis cluster' ? 'FPM_WITHOUT_EXTENSION=1' : 'FPM_WITHOUT_EXTENSION');
+    exec(implode(' ', array_map('escapeshellarg', [$fpm_sh, 'start', $dir, env('RCS_FPM_PORT'), __DIR__ . '/fpm-app',
+        $fpm['workers'], "session.save_path=\"$fpm_path\"", 'session.use_strict_mode=0', ...$ini])) . ' 2>&1', $out, $status);
+    if ($status !== 0) throw new RuntimeException("fpm.sh start failed:\n" . implode("\n", $out));
+    try {
+        $before = resp_connections_received($fpm_nodes);
+        $results = http_many((int)env('RCS_FPM_PORT'), array_fill(0, $fpm['requests'], '/'), $cookies, $fpm['workers']);
+        $accepted = resp_connections_received($fpm_nodes) - $before;
+        $failed = count(array_filter($results, fn($result) => $result[0] !== 200));
+        if ($failed) fwrite(STDERR, "$who: $failed failed FPM requests\n");
+        $table[$fpm_row][$who] = round($accepted / $fpm['workers'], 1);
+    } finally {
+        exec(implode(' ', array_map('escapeshellarg', [$fpm_sh, 'stop', $dir])));
+    }
+}
+putenv('FPM_WITHOUT_EXTENSION');
+
+// 8. Memory: resident size of one process across many locked cycles.
 $log('memory: ' . end($memory_checkpoints) . ' locked cycles in one process');
 $rss = run($contenders['ours locked'], 'memory', ['sid' => new_sid(), 'checkpoints' => $memory_checkpoints])['rss_kib'];
 $table['RSS KiB after ' . implode(' / ', $memory_checkpoints) . ' cycles']['ours locked'] = implode(' / ', $rss);

@@ -30,5 +30,5 @@ redis-server --port "$STANDALONE_PORT" --bind 127.0.0.1 --dir "$standalone_dir" 
     --daemonize yes --pidfile "$standalone_dir/pid" --logfile "$standalone_dir/log"
 for _ in $(seq 50); do redis-cli -p "$STANDALONE_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
-RCS_EXT=$EXT_SO RCS_SEEDS=$(cluster_seeds "$BASE_PORT") RCS_SEEDS16=$(cluster_seeds "$LARGE_PORT" 16) RCS_STANDALONE=127.0.0.1:$STANDALONE_PORT \
+RCS_EXT=$EXT_SO RCS_SEEDS=$(cluster_seeds "$BASE_PORT") RCS_SEEDS16=$(cluster_seeds "$LARGE_PORT" 16) RCS_STANDALONE=127.0.0.1:$STANDALONE_PORT RCS_FPM_PORT=$((BASE_PORT + 80)) \
     "$PHP" -n "$ROOT/bench/bench.php" "$@"

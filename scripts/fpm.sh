@@ -70,9 +70,10 @@ http {
 }
 EOF
     # php.ini is left out (-n) so only what is named here is loaded: phpredis
-    # (with igbinary, as Debian ships it) for the app's cache, and this extension.
-    local ini=(-d extension=igbinary -d extension=redis -d "extension=$EXT_SO"
-        -d session.save_handler=rediscluster)
+    # (with igbinary, as Debian ships it) for the app's cache, and this
+    # extension, unless FPM_WITHOUT_EXTENSION=1 (phpredis's own handler then).
+    local ini=(-d extension=igbinary -d extension=redis -d session.save_handler=rediscluster)
+    [ -n "${FPM_WITHOUT_EXTENSION:-}" ] || ini+=(-d "extension=$EXT_SO")
     local setting
     for setting in "$@"; do ini+=(-d "$setting"); done
     "$FPM_BIN" -n "${ini[@]}" "${as_root[@]}" -y "$dir/fpm.conf" \
