@@ -1,5 +1,5 @@
 --TEST--
-A write after the lock was lost is refused and the new holder's data wins; nobody deletes another process's lock
+A write after the lock was lost is refused and the new holder's data wins; nobody deletes another process's lock; an unchanged session (update_timestamp) warns the same, with or without early_refresh
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';
@@ -19,6 +19,16 @@ var_dump(rcs_cmd('GET', rcs_prefix() . $sid));
 $sid = 'locklost' . bin2hex(random_bytes(8));
 echo "alone:\n", rcs_php(rcs_holder_code($sid, 1.5, 'late'), rcs_locking(['redis.session.lock_expire' => '1']));
 var_dump(rcs_cmd('EXISTS', rcs_prefix() . $sid), rcs_keys(rcs_prefix() . '*_LOCK'));
+
+// Unchanged data: PHP calls update_timestamp, which warns the same, with and
+// without early_refresh (then the release alone is left, checked against the secret).
+foreach (['0', '1'] as $early) {
+    $sid = 'locklost' . bin2hex(random_bytes(8));
+    rcs_cmd('SET', rcs_prefix() . $sid, 'v|s:4:"kept";', 'EX', '100');
+    echo "unchanged, early_refresh=$early:\n", rcs_php("session_id('$sid'); session_start();"
+        . " rcs_cmd('DEL', rcs_lock_key('$sid')); session_write_close(); echo \"closed\\n\";",
+        rcs_locking(['redis.session.early_refresh' => $early, 'session.lazy_write' => '1']));
+}
 ?>
 --EXPECTF--
 P1:
@@ -43,3 +53,15 @@ bool(true)
 int(0)
 array(0) {
 }
+unchanged, early_refresh=0:
+
+Warning: session_write_close(): Session lock expired in %s on line %d
+
+Warning: session_write_close(): Failed to write session data (rediscluster). Please verify that the current setting of session.save_path is correct (%s) in %s on line %d
+closed
+unchanged, early_refresh=1:
+
+Warning: session_write_close(): Session lock expired in %s on line %d
+
+Warning: session_write_close(): Failed to write session data (rediscluster). Please verify that the current setting of session.save_path is correct (%s) in %s on line %d
+closed

@@ -36,6 +36,12 @@ foreach (['1' => 'locked', '0' => 'unlocked'] as $on => $label) {
         putenv("RCS_LABEL=$label $kind");
         echo rcs_php($code, ['redis.session.locking_enabled' => $on, 'session.lazy_write' => '1']);
     }
+    if ($on) {
+        // The read refreshes the TTL; an unchanged session then only releases.
+        putenv("RCS_KIND=unchanged");
+        putenv("RCS_LABEL=$label unchanged, early_refresh");
+        echo rcs_php($code, ['redis.session.locking_enabled' => $on, 'redis.session.early_refresh' => '1']);
+    }
     // Waiting for a replica rides in the write's round trip.
     putenv("RCS_KIND=changed");
     putenv("RCS_LABEL=$label changed, write_replicas=1");
@@ -46,6 +52,7 @@ foreach (['1' => 'locked', '0' => 'unlocked'] as $on => $label) {
 locked changed: 2
 locked unchanged: 2
 locked read_and_close: 2
+locked unchanged, early_refresh: 2
 locked changed, write_replicas=1: 2
 unlocked changed: 2
 unlocked unchanged: 2

@@ -1,5 +1,5 @@
 --TEST--
-ACL users (auth[]=user&auth[]=pass) work; no warning (ours or PHP's), session_save_path() or phpinfo() shows the password, and no warning shows a lock secret
+ACL users (auth[]=user&auth[]=pass) work; no warning (ours or PHP's), session_save_path() or phpinfo() shows the password, however the name auth is spelled, and no warning shows a lock secret
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';
@@ -33,11 +33,22 @@ echo "within 1.5 s: ", var_export(microtime(true) - $t < 1.5, true), "\n";
 echo str_contains($out, 'auth[]=***&auth[]=***') ? "save_path masked\n" : $out;
 $shown .= $out;
 
-// A failing hook (bad session id) masks PHP's copy; the next open unmasks it.
-$out = rcs_php("$collect session_id('bad{id}'); var_dump(session_start()); session_id('acl3'); var_dump(session_start());",
+// A failing hook (an id over 256 bytes) masks PHP's copy; the next open unmasks it.
+$out = rcs_php("$collect session_id(str_repeat('b', 257)); var_dump(session_start()); session_id('acl3'); var_dump(session_start());",
     ['session.save_path' => $auth($password)]);
 echo substr_count($out, 'WARNING'), " warnings, then: ", substr($out, strrpos($out, 'bool')), "";
 $shown .= $out;
+
+// Names the parser trims and decodes to "auth" are masked as well: in PHP's
+// warning, session_save_path() and phpinfo().
+foreach (['+auth[]', '%20auth[]', ' auth[]'] as $spelled) {
+    $path = rcs_save_path("$spelled=$user&$spelled=$password&prefix=" . urlencode(rcs_prefix()));
+    $out = rcs_php("$collect session_id(str_repeat('b', 257)); session_start(); echo session_save_path(), \"\\n\";"
+        . " session_id('acl4'); var_dump(session_start()); phpinfo(INFO_MODULES);", ['session.save_path' => $path]);
+    echo "'$spelled': ", str_contains($out, 'bool(true)') ? 'authenticated' : 'failed', ", ",
+        substr_count($out, "$spelled=***&$spelled=***"), " masked copies\n";
+    $shown .= $out;
+}
 
 // phpinfo(), text mode: the session section shows the save_path masked.
 $out = rcs_php("phpinfo(INFO_CONFIGURATION | INFO_MODULES);", ['session.save_path' => $auth($password)]);
@@ -69,6 +80,9 @@ wrong password: warned
 within 1.5 s: true
 save_path masked
 2 warnings, then: bool(true)
+'+auth[]': authenticated, 4 masked copies
+'%20auth[]': authenticated, 4 masked copies
+' auth[]': authenticated, 4 masked copies
 phpinfo: seed[]=127.0.0.1:%d&seed[]=127.0.0.1:%d&seed[]=127.0.0.1:%d&auth[]=***&auth[]=***&prefix=%s => seed[]=127.0.0.1:%d&seed[]=127.0.0.1:%d&seed[]=127.0.0.1:%d&auth[]=***&auth[]=***&prefix=%s
 lost lock: warned
 bool(true)

@@ -1,5 +1,5 @@
 --TEST--
-Hostile input: a 16 MB session with NUL bytes round-trips (locked and unlocked); ids of 256 characters work, longer or odd ones are refused with a warning (or replaced by PHP) and leave no key or lock; malformed brace prefixes are refused with locking on
+Hostile input: a 16 MB session with NUL bytes round-trips (locked and unlocked); ids PHP and phpredis take work up to 256 bytes, longer ones and (with locking) braced ones are refused with a warning saying why (dangerous ones are replaced by PHP) and leave no key or lock; malformed brace prefixes are refused with locking on
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';
@@ -24,9 +24,11 @@ $_SESSION['v'] = 1;
 session_write_close();
 var_dump(rcs_cmd('EXISTS', rcs_prefix() . $longest));
 
-// Ids PHP passes on but that are not PHP session ids are refused; ids with
-// characters PHP itself finds dangerous are replaced by PHP with a new id.
+// Ids over PHP's limit, and with locking on ids with braces, are refused; ids
+// with characters PHP itself finds dangerous are replaced by PHP with a new id;
+// the rest are taken as phpredis takes them.
 foreach (['257 chars' => str_repeat('b', 257), 'brace' => 'brace{tag}', 'utf-8' => 'é', 'comma-dash' => 'a,b-c',
+          'uniqid' => uniqid('', true),
           'space' => 'has space', 'crlf' => "crlf\r\n"] as $label => $bad) {
     session_id($bad);
     $started = session_start();
@@ -50,16 +52,15 @@ unlocked: same 16 MB back
 locked: same 16 MB back
 bool(true)
 int(1)
-  session_start(): Session ID is empty, longer than 256 characters or has characters other than a-z A-Z 0-9 , -
+  session_start(): Session ID is empty or longer than 256 bytes
   session_start(): Failed to read session data: rediscluster
 257 chars: refused
-  session_start(): Session ID is empty, longer than 256 characters or has characters other than a-z A-Z 0-9 , -
+  session_start(): Session ID contains { or }, which with locking on would move its lock to another cluster slot than its data
   session_start(): Failed to read session data: rediscluster
 brace: refused
-  session_start(): Session ID is empty, longer than 256 characters or has characters other than a-z A-Z 0-9 , -
-  session_start(): Failed to read session data: rediscluster
-utf-8: refused
+utf-8: accepted
 comma-dash: accepted
+uniqid: accepted
 space: new id
 crlf: new id
 int(3)

@@ -34,7 +34,7 @@ pub struct SessionHandler<S> {
 }
 
 pub enum Message {
-    Warning(&'static str),
+    Warning(String),
     Notice(String),
 }
 
@@ -51,6 +51,12 @@ fn slow_wait_notice(sid: &[u8], waited: Duration, threshold: Duration) -> String
         waited.as_millis(),
         threshold.as_millis()
     )
+}
+
+/// A write or touch found the lock no longer ours: it stored nothing.
+fn lock_lost() -> Result<()> {
+    stats::write_refused_lock_lost();
+    bail!("Session lock expired")
 }
 
 /// A save_path's text, its key prefix and its cluster.
@@ -83,22 +89,47 @@ impl SessionHandler<ClusterStore> {
             settings,
         ))
     }
+
+    /// `session_reset()` opens again without closing. The lock the previous
+    /// handler holds comes over when both use the same cluster and prefix, so
+    /// the session stays ours; otherwise it is released.
+    pub fn take_over(&mut self, mut previous: Self) -> Result<()> {
+        match previous.lock.take() {
+            Some(held)
+                if previous.prefix == self.prefix && previous.store.same_cluster(&self.store) =>
+            {
+                self.lock = Some(held);
+                Ok(())
+            }
+            Some(held) => lock::release(&mut previous.store, &held).map(drop),
+            None => Ok(()),
+        }
+    }
 }
 
 impl<S: SessionStore + LockStore> SessionHandler<S> {
     pub fn with_store(store: S, prefix: impl Into<Rc<[u8]>>, settings: Settings) -> Self {
+        let messages = settings
+            .compression_notice
+            .map(|notice| Message::Notice(notice.to_owned()))
+            .into_iter()
+            .collect();
         SessionHandler {
             store,
             prefix: prefix.into(),
             settings,
             key_missing: false,
             lock: None,
-            messages: Vec::new(),
+            messages,
         }
     }
 
-    pub fn settings(&self) -> &Settings {
-        &self.settings
+    /// A clamped `session.gc_maxlifetime` gets phpredis's notice in the hooks
+    /// that store data, once per read and once per write.
+    fn notice_clamped_ttl(&mut self) {
+        if let Some(notice) = self.settings.ttl_notice {
+            self.messages.push(Message::Notice(notice.to_owned()));
+        }
     }
 
     /// Warnings and notices the last hook left for PHP.
@@ -107,15 +138,24 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     }
 
     fn key(&self, sid: &[u8]) -> Result<Vec<u8>> {
-        Ok(keys::session_key(&self.prefix, sid)?)
+        Ok(keys::session_key(
+            &self.prefix,
+            sid,
+            self.settings.lock.is_some(),
+        )?)
     }
 
     /// The session data; a missing session is empty data, not an error. With
     /// locking on, the lock is taken first and the data read under it.
     pub fn read(&mut self, sid: &[u8]) -> Result<Vec<u8>> {
+        self.notice_clamped_ttl();
         let key = self.key(sid)?;
         let settings = &self.settings;
         let refresh = settings.early_refresh.then_some(settings.session_ttl);
+        // A lock taken over from a re-open for another id is not this one's.
+        if let Some(held) = self.lock.take_if(|held| held.keys.data != key) {
+            lock::release(&mut self.store, &held)?;
+        }
         let data = match &settings.lock {
             Some(lock_settings) if self.lock.is_none() => {
                 let (acquired, waited) = lock::acquire_and_read(
@@ -135,7 +175,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
                     }
                     Acquired::Busy(data) if lock_settings.failure_readonly => {
                         self.messages.push(Message::Warning(
-                            "Failed to acquire session lock, session will be read only",
+                            "Failed to acquire session lock, session will be read only".into(),
                         ));
                         data
                     }
@@ -155,15 +195,13 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     /// atomically, and the lock is released in the same call: PHP always
     /// closes right after its final write.
     pub fn write(&mut self, sid: &[u8], data: &[u8]) -> Result<()> {
+        self.notice_clamped_ttl();
         let key = self.key(sid)?;
         let compression = self.settings.compression;
         let data = &compression.compress(data);
         match self.save_locked(Save::Write, &key, data)? {
             Some(true) => Ok(()),
-            Some(false) => {
-                stats::write_refused_lock_lost();
-                bail!("Session lock expired")
-            }
+            Some(false) => lock_lost(),
             None if self.settings.lock.is_some() => {
                 bail!("Unable to write session: session lock not held")
             }
@@ -195,15 +233,23 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     /// `session.lazy_write` with unchanged data: refresh the TTL only, unless
     /// the read already did (early_refresh); rewrite the data if the key is
     /// gone (only under our lock when locking is on). A held lock is released
-    /// in the same call.
+    /// in the same call; one lost meanwhile warns as in [`Self::write`].
     pub fn update_timestamp(&mut self, sid: &[u8], data: &[u8]) -> Result<()> {
         let key = self.key(sid)?;
-        if self.settings.early_refresh && !self.key_missing {
-            return Ok(());
-        }
+        let refreshed = self.settings.early_refresh && !self.key_missing;
         let compression = self.settings.compression;
         if self.lock.is_some() {
-            self.save_locked(Save::Touch, &key, &compression.compress(data))?;
+            // A lock lost meanwhile warns as a write's does.
+            let ours = match self.lock.take_if(|held| refreshed && held.keys.data == key) {
+                Some(held) => Some(lock::release(&mut self.store, &held)?),
+                None => self.save_locked(Save::Touch, &key, &compression.compress(data))?,
+            };
+            return match ours {
+                Some(false) => lock_lost(),
+                _ => Ok(()),
+            };
+        }
+        if refreshed {
             return Ok(());
         }
         let ttl = self.settings.session_ttl;
@@ -217,7 +263,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     /// Strict mode: whether a session with this id exists. Ids PHP would not
     /// have generated are simply unknown.
     pub fn validate_sid(&mut self, sid: &[u8]) -> Result<bool> {
-        match keys::session_key(&self.prefix, sid) {
+        match self.key(sid) {
             Ok(key) => self.store.exists(&key),
             Err(_) => Ok(false),
         }
@@ -255,7 +301,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     /// read_and_close, a write that failed in transit, a fatal error.
     pub fn close(&mut self) -> Result<()> {
         match self.lock.take() {
-            Some(held) => lock::release(&mut self.store, &held),
+            Some(held) => lock::release(&mut self.store, &held).map(drop),
             None => Ok(()),
         }
     }

@@ -9,8 +9,11 @@ pub const SLOT_COUNT: u16 = 16384;
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum KeyError {
-    /// The id is empty, too long, or has a byte outside `[a-zA-Z0-9,-]`.
+    /// The id is empty or longer than PHP's limit.
     InvalidSessionId,
+    /// With locking on, the id has a brace: its lock keys could land on
+    /// another slot than its data, or every such id on one slot.
+    BracedSessionId,
     /// The prefix has braces that would put the lock key on another slot.
     MalformedPrefix,
 }
@@ -18,8 +21,9 @@ pub enum KeyError {
 impl fmt::Display for KeyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Self::InvalidSessionId => {
-                "Session ID is empty, longer than 256 characters or has characters other than a-z A-Z 0-9 , -"
+            Self::InvalidSessionId => "Session ID is empty or longer than 256 bytes",
+            Self::BracedSessionId => {
+                "Session ID contains { or }, which with locking on would move its lock to another cluster slot than its data"
             }
             Self::MalformedPrefix => {
                 "Cluster session prefix must contain no braces or a non-empty {hash-tag}"
@@ -30,19 +34,23 @@ impl fmt::Display for KeyError {
 
 impl std::error::Error for KeyError {}
 
-/// PHP's own rule for session ids. Enforcing it keeps braces out of ids, so
-/// the prefix alone decides the hash tag.
-pub fn check_session_id(sid: &[u8]) -> Result<(), KeyError> {
-    let allowed = |b: &u8| b.is_ascii_alphanumeric() || *b == b',' || *b == b'-';
-    if sid.is_empty() || sid.len() > MAX_SID_LEN || !sid.iter().all(allowed) {
+/// Any id PHP passes on (it drops ids with spaces, quotes or control
+/// characters itself) and phpredis stores, such as `uniqid('', true)`'s, up to
+/// PHP's length limit. With locking on, no braces: the prefix alone decides
+/// the lock keys' hash tag.
+pub fn check_session_id(sid: &[u8], locking: bool) -> Result<(), KeyError> {
+    if sid.is_empty() || sid.len() > MAX_SID_LEN {
         return Err(KeyError::InvalidSessionId);
+    }
+    if locking && sid.iter().any(|&b| b == b'{' || b == b'}') {
+        return Err(KeyError::BracedSessionId);
     }
     Ok(())
 }
 
 /// The data key, `prefix . sid`, as phpredis stores it.
-pub fn session_key(prefix: &[u8], sid: &[u8]) -> Result<Vec<u8>, KeyError> {
-    check_session_id(sid)?;
+pub fn session_key(prefix: &[u8], sid: &[u8], locking: bool) -> Result<Vec<u8>, KeyError> {
+    check_session_id(sid, locking)?;
     Ok([prefix, sid].concat())
 }
 
@@ -116,24 +124,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn session_ids_follow_php_rules() {
-        assert!(check_session_id(b"abcXYZ019,-").is_ok());
-        assert!(check_session_id(&[b'a'; MAX_SID_LEN]).is_ok());
-        assert_eq!(check_session_id(b""), Err(KeyError::InvalidSessionId));
-        assert_eq!(
-            check_session_id(&[b'a'; MAX_SID_LEN + 1]),
-            Err(KeyError::InvalidSessionId)
-        );
-        for bad in [&b"a{b}"[..], b"a b", b"a\0b", b"a/b", b"\xff"] {
-            assert_eq!(check_session_id(bad), Err(KeyError::InvalidSessionId));
+    fn session_ids_as_php_and_phpredis_take_them() {
+        for locking in [false, true] {
+            for good in [
+                &b"abcXYZ019,-"[..],
+                b"x6b0e26251dba55.05814117",
+                b"a/b",
+                b"\xc3\xa9",
+            ] {
+                assert!(check_session_id(good, locking).is_ok(), "{good:?}");
+            }
+            assert!(check_session_id(&[b'a'; MAX_SID_LEN], locking).is_ok());
+            assert_eq!(
+                check_session_id(b"", locking),
+                Err(KeyError::InvalidSessionId)
+            );
+            assert_eq!(
+                check_session_id(&[b'a'; MAX_SID_LEN + 1], locking),
+                Err(KeyError::InvalidSessionId)
+            );
+        }
+        for braced in [&b"a{b}"[..], b"}", b"{"] {
+            assert!(check_session_id(braced, false).is_ok());
+            assert_eq!(
+                check_session_id(braced, true),
+                Err(KeyError::BracedSessionId)
+            );
         }
     }
 
     #[test]
     fn data_key_is_prefix_and_id() {
-        assert_eq!(session_key(b"P:", b"abc").unwrap(), b"P:abc");
-        assert_eq!(session_key(b"", b"abc").unwrap(), b"abc");
-        assert!(session_key(b"P:", b"a}c").is_err());
+        assert_eq!(session_key(b"P:", b"abc", true).unwrap(), b"P:abc");
+        assert_eq!(session_key(b"", b"abc", true).unwrap(), b"abc");
+        assert_eq!(session_key(b"P:", b"a}c", false).unwrap(), b"P:a}c");
+        assert!(session_key(b"P:", b"a}c", true).is_err());
     }
 
     #[test]
@@ -195,8 +220,13 @@ mod fuzz {
     use proptest::collection::vec;
     use proptest::prelude::*;
 
-    /// Bytes that would change a key's slot or break a protocol line.
-    const NEVER_IN_IDS: &[u8] = b"{}\0 \r\n";
+    /// Session ids as PHP may pass them, braces left out (locking refuses them).
+    fn sid() -> impl Strategy<Value = Vec<u8>> {
+        vec(
+            any::<u8>().prop_filter("no braces", |b| *b != b'{' && *b != b'}'),
+            1..=MAX_SID_LEN,
+        )
+    }
 
     /// Prefixes full of braces and arbitrary bytes.
     fn prefix() -> impl Strategy<Value = Vec<u8>> {
@@ -207,9 +237,9 @@ mod fuzz {
         #[test]
         fn fuzz_the_lock_key_stays_on_the_data_key_slot(
             prefix in prefix(),
-            sid in "[a-zA-Z0-9,-]{1,256}",
+            sid in sid(),
         ) {
-            let key = session_key(&prefix, sid.as_bytes()).unwrap();
+            let key = session_key(&prefix, &sid, true).unwrap();
             match lock_key(&key) {
                 Ok(lock) => prop_assert_eq!(hash_slot(&lock), hash_slot(&key)),
                 Err(err) => prop_assert_eq!(err, KeyError::MalformedPrefix),
@@ -218,9 +248,10 @@ mod fuzz {
 
         #[test]
         fn fuzz_only_php_session_ids_make_keys(prefix in prefix(), sid in vec(any::<u8>(), 0..300)) {
-            if let Ok(key) = session_key(&prefix, &sid) {
+            if let Ok(key) = session_key(&prefix, &sid, true) {
                 prop_assert!((1..=MAX_SID_LEN).contains(&sid.len()));
-                prop_assert!(!sid.iter().any(|b| NEVER_IN_IDS.contains(b)));
+                let braced = sid.iter().any(|&b| b == b'{' || b == b'}');
+                prop_assert!(!braced);
                 prop_assert!(key.ends_with(&sid));
             }
         }

@@ -648,8 +648,9 @@ pub fn destroy_and_release(store: &mut impl LockStore, held: &HeldLock) -> Resul
 /// Releases the lock, handing it on to the longest waiter. DELEX or DELIFEQ,
 /// when configured, delete it in one command and say in the same round trip
 /// whether anyone waits; only then does Lua hand it on. Servers without
-/// them fall back to Lua (remembered per cluster).
-pub fn release(store: &mut impl LockStore, held: &HeldLock) -> Result<()> {
+/// them fall back to Lua (remembered per cluster). Returns whether the lock
+/// was still ours.
+pub fn release(store: &mut impl LockStore, held: &HeldLock) -> Result<bool> {
     let keys = &held.keys;
     let native = store.delete_if_equal(
         &keys.lock,
@@ -660,18 +661,19 @@ pub fn release(store: &mut impl LockStore, held: &HeldLock) -> Result<()> {
     match native {
         Some((true, 0)) => {
             stats::released(held.release);
-            return Ok(());
+            return Ok(true);
         }
         Some((true, _)) => stats::released(held.release),
         Some((false, _)) => {}
         None if held.release != ReleaseCommand::Eval => stats::release_fell_back(),
         None => {}
     }
+    let deleted = matches!(native, Some((true, _)));
     let (ours, _) = run_release(store, &RELEASE, held, &[held.secret.as_bytes()], None)?;
     if ours {
         stats::released(ReleaseCommand::Eval);
     }
-    Ok(())
+    Ok(deleted || ours)
 }
 
 /// Every script of the protocol, for tests that check them all.

@@ -288,19 +288,53 @@ fn parse_auth(param: Option<Param>) -> Result<Option<Auth>, SavePathError> {
     }
 }
 
-/// The subset of PHP's `parse_str` that save paths use: `&`-separated pairs,
-/// percent and `+` decoding, `name[]` and `name[key]` arrays; later values win.
-/// The save_path as it may be shown: the value of every `auth` parameter
-/// (`auth`, `auth[]`, `auth[user]`, ...) replaced by `***`, the rest as
-/// written. `None` when there is nothing to hide.
+/// One `name=value` pair of a query string, named as PHP's `parse_str` names
+/// it: decoded, leading and trailing spaces trimmed, `name[key]` split.
+struct Pair<'a> {
+    raw_name: &'a [u8],
+    base: String,
+    /// `Some` for `name[key]` (empty for `name[]`).
+    key: Option<Vec<u8>>,
+    value: &'a [u8],
+}
+
+/// The pair in one `&`-separated part; `None` for an empty part.
+fn pair(part: &[u8]) -> Option<Pair<'_>> {
+    if part.is_empty() {
+        return None;
+    }
+    let (raw_name, value) = match part.iter().position(|&b| b == b'=') {
+        Some(eq) => (&part[..eq], &part[eq + 1..]),
+        None => (part, &b""[..]),
+    };
+    let name = url_decode(raw_name);
+    let open = name.iter().position(|&b| b == b'[');
+    let close = open.and_then(|o| name[o..].iter().position(|&b| b == b']').map(|c| o + c));
+    let (base, key) = match (open, close) {
+        (Some(open), Some(close)) if open > 0 => {
+            (&name[..open], Some(name[open + 1..close].to_vec()))
+        }
+        _ => (&name[..], None),
+    };
+    Some(Pair {
+        raw_name,
+        base: String::from_utf8_lossy(base).trim().to_owned(),
+        key,
+        value,
+    })
+}
+
+/// The save_path as it may be shown: the value of every pair the parser
+/// reads as `auth` (`auth`, `auth[]`, `+auth[user]`, `%61uth`, ...) replaced
+/// by `***`, the rest as written. `None` when there is nothing to hide.
 pub fn redact(save_path: &str) -> Option<String> {
     let mut hidden = false;
     let parts: Vec<String> = save_path
         .split('&')
-        .map(|part| match part.split_once('=') {
-            Some((name, _)) if url_decode(name.as_bytes()).starts_with(b"auth") => {
+        .map(|part| match pair(part.as_bytes()) {
+            Some(pair) if pair.base == "auth" => {
                 hidden = true;
-                format!("{name}=***")
+                format!("{}=***", String::from_utf8_lossy(pair.raw_name))
             }
             _ => part.to_owned(),
         })
@@ -308,22 +342,15 @@ pub fn redact(save_path: &str) -> Option<String> {
     hidden.then(|| parts.join("&"))
 }
 
+/// The subset of PHP's `parse_str` that save paths use: `&`-separated pairs,
+/// percent and `+` decoding, `name[]` and `name[key]` arrays; later values win.
 fn parse_query(query: &[u8]) -> BTreeMap<String, Param> {
     let mut params = BTreeMap::new();
-    for pair in query.split(|&b| b == b'&').filter(|p| !p.is_empty()) {
-        let (raw_name, raw_value) = match pair.iter().position(|&b| b == b'=') {
-            Some(eq) => (&pair[..eq], &pair[eq + 1..]),
-            None => (pair, &b""[..]),
-        };
-        let name = url_decode(raw_name);
-        let value = url_decode(raw_value);
-        let open = name.iter().position(|&b| b == b'[');
-        let close = open.and_then(|o| name[o..].iter().position(|&b| b == b']').map(|c| o + c));
-        match (open, close) {
-            (Some(open), Some(close)) if open > 0 => {
-                let base = String::from_utf8_lossy(&name[..open]).trim().to_owned();
-                let key = name[open + 1..close].to_vec();
-                let param = params.entry(base).or_insert(Param::Array(Vec::new()));
+    for pair in query.split(|&b| b == b'&').filter_map(pair) {
+        let value = url_decode(pair.value);
+        match pair.key {
+            Some(key) => {
+                let param = params.entry(pair.base).or_insert(Param::Array(Vec::new()));
                 if let Param::Scalar(_) = param {
                     *param = Param::Array(Vec::new());
                 }
@@ -338,9 +365,8 @@ fn parse_query(query: &[u8]) -> BTreeMap<String, Param> {
                 entries.retain(|(k, _)| *k != key);
                 entries.push((key, value));
             }
-            _ => {
-                let base = String::from_utf8_lossy(&name).trim().to_owned();
-                params.insert(base, Param::Scalar(value));
+            None => {
+                params.insert(pair.base, Param::Scalar(value));
             }
         }
     }
@@ -420,6 +446,12 @@ mod tests {
             redact("auth[]=user&auth[]=pw&%61uth[pass]=x&seed[]=h:1"),
             Some("auth[]=***&auth[]=***&%61uth[pass]=***&seed[]=h:1".into())
         );
+        // Names the parser trims and decodes to `auth`.
+        for spelled in [" auth", "+auth", "%20auth", "auth+", "+auth%5B%5D"] {
+            let path = format!("seed[]=h:1&{spelled}=secret");
+            assert_eq!(parse(&path).unwrap().auth.unwrap().password, "secret");
+            assert_eq!(redact(&path), Some(format!("seed[]=h:1&{spelled}=***")));
+        }
     }
 
     fn seed(host: &str, port: u16) -> Seed {
@@ -655,6 +687,15 @@ mod fuzz {
         ]
     }
 
+    /// Spellings PHP's `parse_str` (and so the parser) reads as `auth`.
+    fn auth_name() -> impl Strategy<Value = String> {
+        let spaces = prop::sample::select(vec!["", " ", "+", "%20", "%09", "+%20"]);
+        let base = prop::sample::select(vec!["auth", "%61uth", "AUTH", "%61%75%74%68"]);
+        let suffix = prop::sample::select(vec!["", "[]", "[pass]", "%5B%5D", "[0]"]);
+        (spaces.clone(), base, spaces, suffix)
+            .prop_map(|(lead, base, trail, suffix)| format!("{lead}{base}{trail}{suffix}"))
+    }
+
     proptest! {
         #[test]
         fn fuzz_any_save_path_parses_or_fails_cleanly(parts in vec(fragment(), 0..24)) {
@@ -668,17 +709,24 @@ mod fuzz {
         #[test]
         fn fuzz_the_password_is_never_shown(
             before in vec(fragment(), 0..12),
+            name in auth_name(),
             password in "[A-Za-z0-9]{12,20}",
             after in vec(fragment(), 0..12),
         ) {
-            let path = format!("{}&auth=PW{password}&{}", before.concat(), after.concat());
+            let path = format!("{}&{name}=PW{password}&{}", before.concat(), after.concat());
+            let parsed_password = parse(&path)
+                .ok()
+                .and_then(|parsed| parsed.auth)
+                .is_some_and(|auth| auth.password.contains(&password));
+            if parsed_password || name == "auth" {
+                let redacted = redact(&path);
+                prop_assert!(redacted.as_ref().is_some_and(|r| !r.contains(&password)), "{redacted:?}");
+            }
             let shown = match parse(&path) {
                 Ok(parsed) => format!("{parsed:?}"),
                 Err(err) => format!("{err} {err:?}"),
             };
             prop_assert!(!shown.contains(&password), "{shown}");
-            let redacted = redact(&path);
-            prop_assert!(redacted.as_ref().is_some_and(|r| !r.contains(&password)), "{redacted:?}");
         }
     }
 }

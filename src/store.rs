@@ -250,6 +250,10 @@ impl ClusterStore {
         Ok((first, acked))
     }
 
+    pub fn same_cluster(&self, other: &ClusterStore) -> bool {
+        Rc::ptr_eq(&self.config, &other.config) || self.config == other.config
+    }
+
     /// How many connections this thread has open to the config's cluster.
     pub fn open_connections(&self) -> usize {
         self.with_cluster(|cluster| cluster.open_connections())

@@ -1,10 +1,22 @@
 <?php
-// The app behind nginx and php-fpm in 037: counts visits in its session and
-// reports which worker served it and how many connection sets that worker
-// has opened. ?warn=1 raises a warning, to prove the FPM log catches them.
+// The app behind nginx and php-fpm in 037 and 043: counts visits in its
+// session and reports which worker served it and how many connection sets
+// that worker has opened. ?warn=1 raises a warning, to prove the FPM log
+// catches them; ?rss=1 reports the worker's resident size in KiB; ?fatal=1
+// turns any warning into a fatal error, as an application's error handler may.
 if (isset($_GET['warn'])) {
     trigger_error('deliberate warning from the FPM test', E_USER_WARNING);
     exit;
+}
+if (isset($_GET['rss'])) {
+    preg_match('/^VmRSS:\s+(\d+)/m', file_get_contents('/proc/self/status'), $m);
+    echo json_encode(['worker' => getmypid(), 'rss_kib' => (int)$m[1]]);
+    exit;
+}
+if (isset($_GET['fatal'])) {
+    set_error_handler(function (int $type, string $message) {
+        trigger_error("fatal after: $message", E_USER_ERROR);
+    }, E_WARNING);
 }
 if (!session_start()) {
     http_response_code(503);

@@ -1,17 +1,21 @@
 //! The nine `ps_module` hooks. Each one converts PHP's arguments, calls the
 //! safe [`SessionHandler`], and maps the outcome back: any error or panic
 //! becomes one PHP warning plus FAILURE, and nothing unwinds into PHP.
-//! Warnings are raised only after the handler returned, so no Rust borrow is
-//! live if a user error handler does something drastic.
+//!
+//! Warnings and notices wait in one queue until the hook's work is done and
+//! every Rust value of it is dropped: raising one runs the application's
+//! error handler, and a fatal error there makes PHP `longjmp` past our frames,
+//! which would leak (or worse) anything they still owned.
 
-use std::ffi::{CStr, c_char};
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::ffi::{CStr, c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::null_mut;
 
 use anyhow::{Context, Result, anyhow};
 use ext_php_rs::boxed::ZBox;
-use ext_php_rs::error::php_error;
-use ext_php_rs::ffi::{zend_long, zend_result, zend_string};
+use ext_php_rs::ffi::{php_error_docref, zend_long, zend_result, zend_string};
 use ext_php_rs::flags::ErrorType;
 use ext_php_rs::types::ZendStr;
 
@@ -24,35 +28,60 @@ use crate::store::ClusterStore;
 
 type Handler = SessionHandler<ClusterStore>;
 
-fn warn(message: &str) {
-    php_error(&ErrorType::Warning, message);
+thread_local! {
+    /// Messages for PHP, raised by [`guard`] once the hook's work is done.
+    static PENDING: RefCell<VecDeque<Message>> = const { RefCell::new(VecDeque::new()) };
+}
+
+fn queue(message: Message) {
+    PENDING.with_borrow_mut(|pending| pending.push_back(message));
 }
 
 /// Runs a hook body: its error or panic becomes a warning and `failure`.
 /// PHP follows a failure with a warning of its own that quotes the save_path,
-/// so the password in it is masked first.
+/// so the password in it is masked first. The queued messages are raised
+/// last, when only `T` (a status or a string PHP owns) is left.
 fn guard<T>(hook: &str, failure: T, body: impl FnOnce() -> Result<T>) -> T {
-    let message = match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(value)) => return value,
-        Ok(Err(err)) => format!("{err:#}"),
-        Err(_) => format!("rediscluster: internal error in the {hook} hook"),
+    let outcome = match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(err)) => Err(format!("{err:#}")),
+        Err(_) => Err(format!("rediscluster: internal error in the {hook} hook")),
     };
-    secrets::mask_save_path();
-    warn(&message);
-    failure
+    let value = match outcome {
+        Ok(value) => value,
+        Err(message) => {
+            secrets::mask_save_path();
+            queue(Message::Warning(message));
+            failure
+        }
+    };
+    raise_pending();
+    value
 }
 
-/// A clamped `session.gc_maxlifetime` gets phpredis's notice in the hooks
-/// that store data, once per read and once per write.
-///
-/// # Safety
-/// As for [`handler`].
-unsafe fn notice_clamped_ttl(mod_data: ModData) -> Result<()> {
-    let notice = unsafe { handler(mod_data)? }.settings().ttl_notice;
-    if let Some(notice) = notice {
-        php_error(&ErrorType::Notice, notice);
+/// Raises the queued messages one at a time, each copied into PHP's request
+/// memory with the Rust copy dropped first: if the error handler never
+/// returns, PHP frees that copy with the request.
+fn raise_pending() {
+    while let Some(message) = PENDING.with_borrow_mut(VecDeque::pop_front) {
+        let (level, text) = match message {
+            Message::Warning(text) => (ErrorType::Warning, text),
+            Message::Notice(text) => (ErrorType::Notice, text),
+        };
+        let text = ZendStr::new(text.as_str(), false).into_raw();
+        let level = c_int::try_from(level.bits()).unwrap_or(0);
+        // SAFETY: `%s` with a NUL-terminated string PHP owns; it is released
+        // once PHP returns.
+        unsafe {
+            php_error_docref(
+                std::ptr::null(),
+                level,
+                c"%s".as_ptr(),
+                (&raw const (*text).val).cast::<c_char>(),
+            );
+            drop(ZBox::from_raw(text));
+        }
     }
-    Ok(())
 }
 
 /// The handler `open` stored in `*mod_data`.
@@ -65,8 +94,7 @@ unsafe fn handler<'a>(mod_data: ModData) -> Result<&'a mut Handler> {
         .ok_or_else(|| anyhow!("rediscluster: the session storage is not open"))
 }
 
-/// Runs `f` on the open handler, then raises the messages it left; they are
-/// collected first so no borrow of the handler is live while PHP runs.
+/// Runs `f` on the open handler and queues the messages it left.
 ///
 /// # Safety
 /// As for [`handler`].
@@ -76,12 +104,7 @@ unsafe fn with_handler<T>(
 ) -> Result<T> {
     let handler = unsafe { handler(mod_data)? };
     let result = f(handler);
-    for message in handler.take_messages() {
-        match message {
-            Message::Warning(text) => warn(text),
-            Message::Notice(text) => php_error(&ErrorType::Notice, &text),
-        }
-    }
+    PENDING.with_borrow_mut(|pending| pending.extend(handler.take_messages()));
     result
 }
 
@@ -107,19 +130,19 @@ pub unsafe extern "C" fn open(
         let save_path = unsafe { save_path.as_ref() }
             .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy())
             .unwrap_or_default();
-        let handler = Handler::open(&save_path, Settings::load(&PhpIni))?;
-        let notice = handler.settings().compression_notice;
-        // SAFETY: a reopen without close would leak the old handler; drop it.
-        unsafe {
-            let previous =
-                std::mem::replace(&mut *mod_data, Box::into_raw(Box::new(handler)).cast());
-            if !previous.is_null() {
-                drop(Box::from_raw(previous.cast::<Handler>()));
-            }
-        }
-        if let Some(notice) = notice {
-            php_error(&ErrorType::Notice, notice);
-        }
+        let mut handler = Handler::open(&save_path, Settings::load(&PhpIni))?;
+        PENDING.with_borrow_mut(|pending| pending.extend(handler.take_messages()));
+        // SAFETY: the slot is NULL or a Box::into_raw from an earlier open
+        // that was not closed (session_reset()); that handler is taken back.
+        let previous = unsafe { std::mem::replace(&mut *mod_data, null_mut()) };
+        let taken_over = if previous.is_null() {
+            Ok(())
+        } else {
+            handler.take_over(*unsafe { Box::from_raw(previous.cast::<Handler>()) })
+        };
+        // SAFETY: the slot owns the handler until `close`.
+        unsafe { *mod_data = Box::into_raw(Box::new(handler)).cast() };
+        taken_over?;
         Ok(SUCCESS)
     })
 }
@@ -144,7 +167,6 @@ pub unsafe extern "C" fn read(
     _maxlifetime: zend_long,
 ) -> zend_result {
     guard("read", FAILURE, || {
-        unsafe { notice_clamped_ttl(mod_data)? };
         let data = unsafe { with_handler(mod_data, |h| h.read(bytes(key)))? };
         // SAFETY: PHP owns and frees the non-persistent string.
         unsafe { *val = new_zend_string(&data) };
@@ -159,7 +181,6 @@ pub unsafe extern "C" fn write(
     _maxlifetime: zend_long,
 ) -> zend_result {
     guard("write", FAILURE, || {
-        unsafe { notice_clamped_ttl(mod_data)? };
         unsafe { with_handler(mod_data, |h| h.write(bytes(key), bytes(val)))? };
         Ok(SUCCESS)
     })
@@ -215,7 +236,7 @@ pub unsafe extern "C" fn create_sid(mod_data: ModData) -> *mut zend_string {
         let sid = match checked {
             Ok(sid) => sid,
             Err(err) => {
-                warn(&format!("{err:#}"));
+                queue(Message::Warning(format!("{err:#}")));
                 generate()?
             }
         };
