@@ -12,6 +12,11 @@ cd "$ROOT"
 cargo test --locked
 # The property tests again, a million cases each: save_path parser, key and lock-key rules.
 PROPTEST_CASES=1000000 cargo test --release --locked fuzz
+# A build with panic = "abort" is refused: every FFI entry point relies on catching panics.
+if out=$(cargo check --locked --lib --target-dir target/panic-abort-check --config 'profile.dev.panic="abort"' 2>&1); then
+    die "a panic = \"abort\" build was not refused"
+fi
+grep -q 'needs panic = "unwind"' <<<"$out" || die "panic = \"abort\" build failed for another reason: $out"
 "$ROOT/scripts/phpize-build.sh"
 
 # Debian's redis-server also serves a TLS-only cluster for the TLS test (the
@@ -29,6 +34,11 @@ CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" start redis "$TLS_BASE"
 export RCS_TLS_DIR=$tls_dir
 
 passed=0 failed=0
+# Adds the counts of a run-tests.php summary to the totals.
+tally() {
+    passed=$((passed + $(printf '%s\n' "$1" | sed -n 's/^Tests passed *: *\([0-9]*\).*/\1/p')))
+    failed=$((failed + $(printf '%s\n' "$1" | sed -n 's/^Tests failed *: *\([0-9]*\).*/\1/p')))
+}
 for flavor in redis valkey; do
     # The TLS test runs once, with the Redis flavor.
     if [ "$flavor" = redis ]; then
@@ -55,8 +65,20 @@ for flavor in redis valkey; do
     php "$ROOT/scripts/keys-monitor.php" check "$monitor_dir" || status=1
     rm -rf "$monitor_dir"
     printf '%s\n' "$out" | grep -vE '^TEST [0-9]+/[0-9]+' || true
-    passed=$((passed + $(printf '%s\n' "$out" | sed -n 's/^Tests passed *: *\([0-9]*\).*/\1/p')))
-    failed=$((failed + $(printf '%s\n' "$out" | sed -n 's/^Tests failed *: *\([0-9]*\).*/\1/p')))
+    tally "$out"
+    if [ "$status" -eq 0 ] && [ "$flavor" = redis ]; then
+        # The round-trip and lock tests again, as the ACL user README
+        # recommends: a command its recipe forgets fails them.
+        acl_pass=$(openssl rand -hex 16)
+        for port in $(seq "$base" $((base + 5))); do
+            cluster_cli redis -p "$port" ACL SETUSER rcs_sessions on ">$acl_pass" resetkeys \
+                '~RCS_TEST:*' '~{RCS_TEST:*' +@read +@write +@scripting +@connection '+cluster|slots' +time >/dev/null
+        done
+        if out=$(RCS_ACL_USER=rcs_sessions RCS_ACL_PASS=$acl_pass "$ROOT/scripts/php-tests.sh" "$flavor" \
+            "$ROOT"/php-tests/{002,006,007,020,024,025,029,030,042}-*.phpt 2>&1); then status=0; else status=$?; fi
+        printf '%s\n' "$out" | grep -vE '^TEST [0-9]+/[0-9]+' | sed 's/^/[ACL user] /' || true
+        tally "$out"
+    fi
     "$ROOT/scripts/cluster.sh" stop "$flavor"
     [ "$status" -eq 0 ] || { echo "php-tests: $passed passed, $failed failed"; exit 1; }
 done

@@ -27,6 +27,21 @@ thread_local! {
         const { RefCell::new(Vec::new()) };
 }
 
+/// The directive's entry in PHP's table, NULL when it does not exist.
+pub fn find_entry(name: &CStr) -> *mut zend_ini_entry {
+    let directives = ExecutorGlobals::get().ini_directives;
+    if directives.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: PHP's table of directives, read on the thread that owns it;
+    // its values are `zend_ini_entry` pointers.
+    unsafe {
+        zend_hash_str_find(directives, name.as_ptr(), name.count_bytes())
+            .as_ref()
+            .map_or(std::ptr::null_mut(), |zval| zval.value.ptr.cast())
+    }
+}
+
 /// Drops this thread's entries, which PHP frees at module shutdown.
 pub fn forget_entries() {
     ENTRIES.with_borrow_mut(Vec::clear);
@@ -39,16 +54,7 @@ fn read_value<T>(name: &CStr, read: impl FnOnce(&[u8]) -> T) -> Option<T> {
         if let Some(&(_, entry)) = entries.iter().find(|(known, _)| *known == name.as_ptr()) {
             return entry;
         }
-        let globals = ExecutorGlobals::get();
-        // SAFETY: PHP's table of directives, read on the thread that owns it;
-        // its values are `zend_ini_entry` pointers.
-        let found = unsafe {
-            zend_hash_str_find(globals.ini_directives, name.as_ptr(), name.count_bytes())
-                .as_ref()
-                .map_or(std::ptr::null(), |zval| {
-                    zval.value.ptr.cast::<zend_ini_entry>()
-                })
-        };
+        let found = find_entry(name);
         // A directive not registered yet may be later (by this extension's MINIT).
         if !found.is_null() {
             entries.push((name.as_ptr(), found));

@@ -1,7 +1,8 @@
 //! The PHP module: its entry point, dependencies, startup, shutdown and phpinfo().
 
-use std::ffi::{CStr, CString};
-use std::ptr::null;
+use std::ffi::{CStr, CString, c_char};
+use std::ptr::{null, null_mut};
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use ext_php_rs::builders::ModuleBuilder;
 use ext_php_rs::error::php_error;
@@ -13,11 +14,12 @@ use ext_php_rs::flags::ErrorType;
 use ext_php_rs::zend::{ModuleEntry, StaticModuleEntry};
 
 use super::abi::{
-    _php_find_ps_module, PsModule, StaticPsModule, php_session_register_module,
+    _php_find_ps_module, FAILURE, PsModule, SUCCESS, StaticPsModule, php_session_register_module,
     zend_unregister_ini_entries,
 };
 use super::hooks;
 use super::ini::{self, PhpIni};
+use super::no_unwind;
 use super::secrets;
 use super::stats;
 use crate::settings::{INI_DEFAULTS, IniSource};
@@ -72,35 +74,46 @@ static DEPS: ModuleDeps = ModuleDeps([
 #[unsafe(no_mangle)]
 pub extern "C" fn get_module() -> *mut ModuleEntry {
     static ENTRY: StaticModuleEntry = StaticModuleEntry::new();
-    ENTRY.get_or_init(|| {
-        let (mut entry, _startup, owned) =
-            ModuleBuilder::new("rediscluster_session", env!("CARGO_PKG_VERSION"))
-                .startup_function(minit)
-                .shutdown_function(mshutdown)
-                .info_function(info)
-                .function(stats::function())
-                .try_into()
-                .expect("the module entry has no functions or classes that could fail to build");
-        entry.deps = DEPS.0.as_ptr();
-        (entry, owned)
+    // A NULL entry makes PHP refuse to load the library, with its own message.
+    no_unwind(null_mut(), || {
+        ENTRY.get_or_init(|| {
+            let (mut entry, _startup, owned) =
+                ModuleBuilder::new("rediscluster_session", env!("CARGO_PKG_VERSION"))
+                    .startup_function(minit)
+                    .shutdown_function(mshutdown)
+                    .info_function(info)
+                    .function(stats::function())
+                    .try_into()
+                    .expect(
+                        "the module entry has no functions or classes that could fail to build",
+                    );
+            entry.deps = DEPS.0.as_ptr();
+            (entry, owned)
+        })
     })
 }
 
 unsafe extern "C" fn minit(_type: i32, module_number: i32) -> i32 {
-    ini::register_missing(module_number);
-    take_over_phpredis_handler();
-    secrets::mask_in_phpinfo();
-    // SAFETY: a 'static module that PHP may keep for the life of the process.
-    unsafe { php_session_register_module(&SESSION_MODULE.0) }
+    no_unwind(FAILURE, || {
+        ini::register_missing(module_number);
+        take_over_phpredis_handler();
+        secrets::mask_in_phpinfo();
+        // SAFETY: a 'static module that PHP may keep for the life of the process.
+        unsafe { php_session_register_module(&SESSION_MODULE.0) }
+    })
 }
 
 unsafe extern "C" fn mshutdown(_type: i32, module_number: i32) -> i32 {
-    // SAFETY: only removes the entries registered under our module number.
-    unsafe { zend_unregister_ini_entries(module_number) };
-    // A server that restarts PHP in the same process (Apache's graceful
-    // restart) registers the directives anew.
-    ini::forget_entries();
-    0
+    no_unwind(FAILURE, || {
+        // SAFETY: only removes the entries registered under our module number.
+        unsafe { zend_unregister_ini_entries(module_number) };
+        // A server that restarts PHP in the same process (Apache's graceful
+        // restart) registers the directives anew.
+        secrets::unmask_in_phpinfo();
+        ini::forget_entries();
+        restore_phpredis_handler();
+        SUCCESS
+    })
 }
 
 /// PHP picks the first save handler registered under a name, and phpredis,
@@ -116,12 +129,31 @@ fn take_over_phpredis_handler() {
     }
     if is_writable(existing as usize) {
         // SAFETY: a live, writable ps_module; the name is a 'static C string.
-        unsafe { (*existing).s_name = PHPREDIS_HANDLER_RENAMED.as_ptr() };
+        let original = unsafe {
+            std::mem::replace(&mut (*existing).s_name, PHPREDIS_HANDLER_RENAMED.as_ptr())
+        };
+        PHPREDIS_NAME.store(original.cast_mut(), Ordering::Relaxed);
+        RENAMED.store(existing, Ordering::Relaxed);
     } else {
-        php_error(
-            &ErrorType::CoreWarning,
-            "rediscluster_session: another extension's 'rediscluster' save handler takes precedence; load rediscluster_session first",
-        );
+        php_error(&ErrorType::CoreWarning, SHADOWED);
+    }
+}
+
+/// What startup and phpinfo() say when the name could not be taken over.
+const SHADOWED: &str = "rediscluster is phpredis's handler: no locking (rediscluster_session could not take the name over; load it before phpredis)";
+
+/// phpredis's module, while it carries the name this extension gave it, and
+/// its own name (phpredis's static string).
+static RENAMED: AtomicPtr<PsModule> = AtomicPtr::new(null_mut());
+static PHPREDIS_NAME: AtomicPtr<c_char> = AtomicPtr::new(null_mut());
+
+/// Gives phpredis's handler its name back: the one it carries now lives in
+/// this library, which PHP unloads after shutdown.
+fn restore_phpredis_handler() {
+    let renamed = RENAMED.swap(null_mut(), Ordering::Relaxed);
+    // SAFETY: the module renamed at startup; PHP keeps it until its own shutdown.
+    if let Some(module) = unsafe { renamed.as_mut() } {
+        module.s_name = PHPREDIS_NAME.load(Ordering::Relaxed);
     }
 }
 
@@ -144,6 +176,10 @@ fn is_writable(addr: usize) -> bool {
 }
 
 unsafe extern "C" fn info(_module: *mut ModuleEntry) {
+    no_unwind((), info_table);
+}
+
+fn info_table() {
     // SAFETY: PHP's phpinfo() table API; each row passes NUL-terminated strings.
     let row = |name: &str, value: &str| {
         let name = CString::new(name).unwrap_or_default();
@@ -159,11 +195,7 @@ unsafe extern "C" fn info(_module: *mut ModuleEntry) {
         unsafe { _php_find_ps_module(HANDLER_NAME.as_ptr()) } == &raw const SESSION_MODULE.0;
     row(
         "Save handler",
-        if serving {
-            "rediscluster"
-        } else {
-            "rediscluster (shadowed by another extension)"
-        },
+        if serving { "rediscluster" } else { SHADOWED },
     );
     for (name, _) in INI_DEFAULTS {
         let value = PhpIni.string(name).unwrap_or_default();

@@ -8,11 +8,12 @@
 use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::panic::catch_unwind;
+use std::sync::{Mutex, PoisonError};
 
-use ext_php_rs::ffi::{sapi_module, zend_hash_str_find, zend_ini_entry, zend_string};
-use ext_php_rs::zend::ExecutorGlobals;
+use ext_php_rs::ffi::{sapi_module, zend_ini_entry};
 
 use super::abi::{php_html_puts, php_output_write};
+use super::ini::find_entry;
 use crate::save_path::redact;
 
 thread_local! {
@@ -91,22 +92,37 @@ pub fn unmask(save_path: *const c_char) -> *const c_char {
     }
 }
 
+type Displayer = unsafe extern "C" fn(*mut zend_ini_entry, c_int);
+
+/// The displayer `session.save_path` had before ours, put back at shutdown
+/// (ours lives in this library, which PHP unloads after shutdown).
+static PREVIOUS_DISPLAYER: Mutex<Option<Option<Displayer>>> = Mutex::new(None);
+
+/// `session.save_path`'s INI entry, which lives until ext/session's own
+/// shutdown, after ours.
+fn save_path_entry() -> Option<&'static mut zend_ini_entry> {
+    // SAFETY: an entry of PHP's table, used at MINIT and MSHUTDOWN only.
+    unsafe { find_entry(c"session.save_path").as_mut() }
+}
+
 /// Makes phpinfo() show `session.save_path` with its password masked.
 pub fn mask_in_phpinfo() {
-    let name = c"session.save_path";
-    let directives = ExecutorGlobals::get().ini_directives;
-    if directives.is_null() {
-        return;
+    if let Some(entry) = save_path_entry() {
+        let previous = entry.displayer.replace(display_save_path);
+        *PREVIOUS_DISPLAYER
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(previous);
     }
-    // SAFETY: PHP's INI table, at MINIT; the entry outlives every request.
-    unsafe {
-        let found = zend_hash_str_find(directives, name.as_ptr(), name.count_bytes());
-        let entry = found
-            .as_ref()
-            .and_then(|zv| zv.value.ptr.cast::<zend_ini_entry>().as_mut());
-        if let Some(entry) = entry {
-            entry.displayer = Some(display_save_path);
-        }
+}
+
+/// Puts `session.save_path`'s own displayer back.
+pub fn unmask_in_phpinfo() {
+    let previous = PREVIOUS_DISPLAYER
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    if let (Some(previous), Some(entry)) = (previous, save_path_entry()) {
+        entry.displayer = previous;
     }
 }
 
@@ -123,15 +139,16 @@ unsafe extern "C" fn display_save_path(entry: *mut zend_ini_entry, kind: c_int) 
         } else {
             entry.value
         };
-        let text = unsafe { value.as_ref() }
-            .map(|value: &zend_string| {
-                // SAFETY: a zend_string's bytes are `len` long from `val`.
-                let bytes = unsafe {
-                    std::slice::from_raw_parts(value.val.as_ptr().cast::<u8>(), value.len)
-                };
-                String::from_utf8_lossy(bytes).into_owned()
-            })
-            .unwrap_or_default();
+        let text = if value.is_null() {
+            String::new()
+        } else {
+            // SAFETY: a zend_string's bytes are `len` long from `val`, reached
+            // through the raw pointer since they extend past `val`'s declared 1.
+            let bytes = unsafe {
+                std::slice::from_raw_parts((&raw const (*value).val).cast::<u8>(), (*value).len)
+            };
+            String::from_utf8_lossy(bytes).into_owned()
+        };
         let shown = redact(&text).unwrap_or(text);
         // SAFETY: PHP's SAPI table, read on PHP's thread.
         let as_text = unsafe { sapi_module.phpinfo_as_text } != 0;

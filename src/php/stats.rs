@@ -10,6 +10,11 @@ use crate::stats::{self, Stat};
 /// The per-process counters as an array; groups are nested arrays.
 #[php_function]
 pub fn rediscluster_session_stats() -> PhpResult<ZBox<ZendHashTable>> {
+    std::panic::catch_unwind(stats_array)
+        .unwrap_or_else(|_| Err("rediscluster_session: internal error reading the stats".into()))
+}
+
+fn stats_array() -> PhpResult<ZBox<ZendHashTable>> {
     let mut array = ZendHashTable::new();
     for (name, stat) in stats::snapshot() {
         match stat {
