@@ -20,7 +20,7 @@ $code = <<<PHP
     PHP;
 $ini = ['redis.session.lock_wait_time' => '12345'];
 echo "-- phpredis first\n", rcs_php($code, $ini, [...PHPREDIS, rcs_ext()]);
-echo "-- phpredis last\n", rcs_php($code, $ini, ['igbinary', rcs_ext(), 'redis']);
+echo "-- phpredis last\n", rcs_php($code, $ini, [...array_diff(PHPREDIS, ['redis']), rcs_ext(), 'redis']);
 ?>
 --EXPECT--
 -- phpredis first

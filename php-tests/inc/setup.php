@@ -117,8 +117,8 @@ function rcs_ext(): string {
     return rcs_env('RCS_EXT');
 }
 
-/** phpredis as Debian ships it (it needs igbinary loaded first). */
-const PHPREDIS = ['igbinary', 'redis'];
+/** phpredis as Debian ships it (it needs igbinary loaded first); the debug PHPs' has no igbinary. */
+define('PHPREDIS', explode(',', getenv('RCS_PHPREDIS') ?: 'igbinary,redis'));
 
 /**
  * Starts a child PHP running $code in the background, with the helpers loaded

@@ -14,7 +14,7 @@ use ext_php_rs::flags::ErrorType;
 use ext_php_rs::zend::{ModuleEntry, StaticModuleEntry};
 
 use super::abi::{
-    _php_find_ps_module, FAILURE, PsModule, SUCCESS, StaticPsModule, php_session_register_module,
+    _php_find_ps_module, FAILURE, SUCCESS, StaticPsModule, php_session_register_module, ps_module,
     zend_unregister_ini_entries,
 };
 use super::hooks;
@@ -28,17 +28,17 @@ const HANDLER_NAME: &CStr = c"rediscluster";
 /// The name phpredis's own `rediscluster` handler keeps when both are loaded.
 const PHPREDIS_HANDLER_RENAMED: &CStr = c"rediscluster_phpredis";
 
-static SESSION_MODULE: StaticPsModule = StaticPsModule(PsModule {
+static SESSION_MODULE: StaticPsModule = StaticPsModule(ps_module {
     s_name: HANDLER_NAME.as_ptr(),
-    s_open: hooks::open,
-    s_close: hooks::close,
-    s_read: hooks::read,
-    s_write: hooks::write,
-    s_destroy: hooks::destroy,
-    s_gc: hooks::gc,
-    s_create_sid: hooks::create_sid,
-    s_validate_sid: hooks::validate_sid,
-    s_update_timestamp: hooks::update_timestamp,
+    s_open: Some(hooks::open),
+    s_close: Some(hooks::close),
+    s_read: Some(hooks::read),
+    s_write: Some(hooks::write),
+    s_destroy: Some(hooks::destroy),
+    s_gc: Some(hooks::gc),
+    s_create_sid: Some(hooks::create_sid),
+    s_validate_sid: Some(hooks::validate_sid),
+    s_update_timestamp: Some(hooks::update_timestamp),
 });
 
 struct ModuleDeps([_zend_module_dep; 3]);
@@ -144,7 +144,7 @@ const SHADOWED: &str = "rediscluster is phpredis's handler: no locking (redisclu
 
 /// phpredis's module, while it carries the name this extension gave it, and
 /// its own name (phpredis's static string).
-static RENAMED: AtomicPtr<PsModule> = AtomicPtr::new(null_mut());
+static RENAMED: AtomicPtr<ps_module> = AtomicPtr::new(null_mut());
 static PHPREDIS_NAME: AtomicPtr<c_char> = AtomicPtr::new(null_mut());
 
 /// Gives phpredis's handler its name back: the one it carries now lives in

@@ -21,37 +21,21 @@ thread_local! {
     static MASKED: RefCell<Option<(CString, *const c_char)>> = const { RefCell::new(None) };
 }
 
-#[cfg(not(php_zts))]
+/// PHP's copy of the save_path, `PS(save_path)` (per thread on ZTS builds).
 mod session_globals {
     use std::ffi::c_char;
 
-    unsafe extern "C" {
-        /// PHP's session globals (NTS builds). Only the first field,
-        /// `char *save_path`, is read or written.
-        static mut ps_globals: *const c_char;
-    }
+    use super::super::abi::rediscluster_session_save_path_slot;
 
     pub fn save_path() -> *const c_char {
-        // SAFETY: a pointer-sized read of the first field, on PHP's thread.
-        unsafe { ps_globals }
+        // SAFETY: the slot of this thread's session globals, read on PHP's thread.
+        unsafe { *rediscluster_session_save_path_slot() }
     }
 
     pub fn set_save_path(value: *const c_char) {
         // SAFETY: as above; PHP reads the field as a C string, which `value` is.
-        unsafe { ps_globals = value }
+        unsafe { *rediscluster_session_save_path_slot() = value.cast_mut() }
     }
-}
-
-/// ZTS builds keep session globals per thread behind TSRM: nothing is masked.
-#[cfg(php_zts)]
-mod session_globals {
-    use std::ffi::c_char;
-
-    pub fn save_path() -> *const c_char {
-        std::ptr::null()
-    }
-
-    pub fn set_save_path(_: *const c_char) {}
 }
 
 /// Called when a hook fails, before PHP prints its own warning with the save_path.

@@ -1,0 +1,11 @@
+/* PS(save_path) reached through PHP's own macro: a plain global on NTS
+ * builds, a per-thread slot behind TSRM on thread-safe (ZTS) builds. Rust
+ * cannot expand the macro, and a hand-written offset would drift from the
+ * headers. */
+#include "php.h"
+#include "ext/session/php_session.h"
+
+char **rediscluster_session_save_path_slot(void)
+{
+	return &PS(save_path);
+}
