@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the other PHPs the tests run on: PHP 8.2 with --enable-debug, thread-safe
-# (ZTS) or not, minimal (CLI, session, pcntl, posix), each with phpredis, from
+# (ZTS, with the embed SAPI) or not, minimal (CLI, session, pcntl, posix), each with phpredis, from
 # Debian's source packages. They go to a cache outside the checkout, keyed by
 # version and flavor, that later runs on this machine reuse (a fresh machine
 # builds both once, about 10 minutes on 2 cores):
@@ -32,17 +32,19 @@ fetch_sources() {
 
 build() {
     local flavor=$1 prefix="$CACHE/php-$PHP_VERSION-$1"
-    if [ -f "$prefix/.complete" ]; then
-        echo "$prefix"
-        return
-    fi
     local flags=(--enable-debug --disable-all --enable-session --enable-cli --disable-cgi
         --disable-phpdbg --enable-pcntl --enable-posix)
     case $flavor in
         debug) ;;
-        zts-debug) flags+=(--enable-zts) ;;
+        # The embed SAPI (libphp.so) runs PHP on several threads of one process.
+        zts-debug) flags+=(--enable-zts --enable-embed) ;;
         *) die "unknown PHP flavor: $flavor (debug or zts-debug)" ;;
     esac
+    # A build made with other flags is made again.
+    if [ "$(cat "$prefix/.complete" 2>/dev/null)" = "${flags[*]}" ]; then
+        echo "$prefix"
+        return
+    fi
     local work
     work=$(mktemp -d)
     log "building PHP $PHP_VERSION ($flavor) into $prefix"
@@ -60,7 +62,7 @@ build() {
         make -j"$(nproc)" && make install) >"$work/phpredis.log" 2>&1 ||
         { tail -30 "$work/phpredis.log"; die "phpredis build for PHP $flavor failed (log: $work/phpredis.log)"; }
     rm -rf "$work"
-    touch "$prefix/.complete"
+    echo "${flags[*]}" >"$prefix/.complete"
     echo "$prefix"
 }
 
