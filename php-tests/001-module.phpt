@@ -1,5 +1,5 @@
 --TEST--
-The module loads, depends on session, registers the handler, phpredis's INI names and its own, and the stats function
+The module loads, depends on session, registers the handler, phpredis's INI names and its own, and the stats and lock_info functions
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';
@@ -21,7 +21,7 @@ preg_match('/rediscluster_session support.*?(?=\n\n)/s', $info, $m);
 echo $m[0], "\n";
 preg_match('/Registered save handlers => (.*)/', $info, $m);
 echo $m[0], "\n";
-var_dump(function_exists('rediscluster_session_stats'));
+var_dump(function_exists('rediscluster_session_stats'), function_exists('rediscluster_session_lock_info'));
 ?>
 --EXPECTF--
 bool(true)
@@ -59,11 +59,13 @@ redis.session.compression_level (effective) => 3
 rediscluster_session.write_replicas (effective) => 0
 rediscluster_session.write_replicas_timeout (effective) => 100
 rediscluster_session.lock_wait_notice_ms (effective) => 0
+rediscluster_session.max_waiters (effective) => 0
 stats: locks_acquired => 0
 stats: lock_waits => 0
 stats: lock_wait_us_total => 0
 stats: lock_wait_us_max => 0
 stats: acquire_failures => 0
+stats: waiters_rejected => 0
 stats: writes_refused_lock_lost => 0
 stats: releases => lua=0, delex=0, delifeq=0
 stats: release_fallbacks => 0
@@ -71,4 +73,5 @@ stats: connects => 0
 stats: reconnects => 0
 stats: errors => io=0, timeout=0, cluster=0, auth=0, tls=0, oom=0, server=0
 Registered save handlers => files user rediscluster 
+bool(true)
 bool(true)

@@ -33,6 +33,13 @@ pub struct SessionHandler<S> {
     messages: Vec<Message>,
 }
 
+/// What `rediscluster_session_lock_info()` shows of a session's lock.
+pub struct LockInfo {
+    pub locked: bool,
+    pub ttl_ms: i64,
+    pub waiters: u64,
+}
+
 pub enum Message {
     Warning(String),
     Notice(String),
@@ -41,16 +48,22 @@ pub enum Message {
 /// `rediscluster_session.lock_wait_notice_ms`: names the session by a hash,
 /// since the id itself would let anyone reading the log take the session over.
 fn slow_wait_notice(sid: &[u8], waited: Duration, threshold: Duration) -> String {
+    format!(
+        "rediscluster: waited {} ms for the lock of session {} (rediscluster_session.lock_wait_notice_ms={})",
+        waited.as_millis(),
+        session_digest(sid),
+        threshold.as_millis()
+    )
+}
+
+/// A session named in the log by the first 12 hex digits of its id's SHA-256.
+fn session_digest(sid: &[u8]) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, sid);
-    let hash: String = digest.as_ref()[..6]
+    let hex: String = digest.as_ref()[..6]
         .iter()
         .map(|byte| format!("{byte:02x}"))
         .collect();
-    format!(
-        "rediscluster: waited {} ms for the lock of session sha256:{hash} (rediscluster_session.lock_wait_notice_ms={})",
-        waited.as_millis(),
-        threshold.as_millis()
-    )
+    format!("sha256:{hex}")
 }
 
 /// A write or touch found the lock no longer ours: it stored nothing.
@@ -88,6 +101,18 @@ impl SessionHandler<ClusterStore> {
             prefix,
             settings,
         ))
+    }
+
+    /// Whether the session's lock is held, for how much longer and how many
+    /// wait for it; never the secret or the data.
+    pub fn lock_info(&self, sid: &[u8]) -> Result<LockInfo> {
+        let keys = keys::LockKeys::new(&keys::session_key(&self.prefix, sid, true)?)?;
+        let (ttl, waiters) = self.store.lock_state(&keys.lock, &keys.queue)?;
+        Ok(LockInfo {
+            locked: ttl != -2,
+            ttl_ms: ttl.max(0),
+            waiters,
+        })
     }
 
     /// `session_reset()` opens again without closing. The lock the previous
@@ -180,6 +205,20 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
                         data
                     }
                     Acquired::Busy(_) => bail!("Failed to acquire session lock"),
+                    Acquired::Rejected(data, waiting) => {
+                        let cap = lock_settings.max_waiters.unwrap_or(0);
+                        let text = format!(
+                            "Session {} already has {waiting} waiters for its lock (rediscluster_session.max_waiters={cap})",
+                            session_digest(sid)
+                        );
+                        if !lock_settings.failure_readonly {
+                            bail!(text);
+                        }
+                        self.messages.push(Message::Warning(format!(
+                            "{text}, session will be read only"
+                        )));
+                        data
+                    }
                 }
             }
             _ => self.store.get(&key, refresh)?,

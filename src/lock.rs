@@ -120,6 +120,7 @@ local wait_list, suspect_list = KEYS[5], KEYS[6]
 local secret, lock_ms, refresh = ARGV[1], ARGV[2], ARGV[3]
 local read_if_busy, wait_ms, hand_over_ms = ARGV[4] == '1', tonumber(ARGV[5]), tonumber(ARGV[6])
 local suspect, queued = ARGV[7], ARGV[8] == '1'
+local max_waiters, read_if_rejected = tonumber(ARGV[9]), ARGV[10] == '1'
 local owner = redis.call('GET', lock)
 -- A lock this thread took earlier (the first half of the secret names the
 -- thread) and has let go of: its release was lost or undone by a failover.
@@ -152,6 +153,14 @@ if not owner or owner == secret then
   return {1, redis.call('GET', data_key)}
 end
 local data, ahead = false, false
+-- A cap on waiters: one more does not queue (one already queued keeps its place).
+if wait_ms > 0 and max_waiters > 0 and not redis.call('ZSCORE', queue, secret) then
+  local waiting = redis.call('ZCARD', queue)
+  if waiting >= max_waiters then
+    if read_if_rejected then data = redis.call('GET', data_key) end
+    return {2, data, waiting}
+  end
+end
 if wait_ms > 0 then
   -- Queue by arrival (NX keeps our place across attempts) with our terms
   -- and how long we are sure to be waiting. Both keys expire on their own
@@ -258,6 +267,8 @@ pub enum Acquired {
     Locked(HeldLock, Option<Vec<u8>>),
     /// Gave up waiting. The data is there only when `failure_readonly` asked for it.
     Busy(Option<Vec<u8>>),
+    /// Did not queue: this many already waited (`max_waiters`). The data as for `Busy`.
+    Rejected(Option<Vec<u8>>, u64),
 }
 
 /// Random bytes from the OS CSPRNG as hex digits.
@@ -318,6 +329,9 @@ pub(crate) struct Acquisition {
     held: HeldLock,
     lock_ms: String,
     refresh_s: String,
+    /// `max_waiters`, "0" for no cap, and whether a rejection reads the data.
+    max_waiters: String,
+    read_if_rejected: bool,
     /// In the queue since an earlier attempt.
     queued: bool,
     /// The list it blocks on: named after the one ahead of it in line.
@@ -331,6 +345,8 @@ pub(crate) struct Acquisition {
 pub(crate) enum Attempt {
     Locked(Option<Vec<u8>>),
     Busy(Option<Vec<u8>>),
+    /// Busy, and `max_waiters` already wait: not queued. The data when asked for.
+    Rejected(Option<Vec<u8>>, u64),
 }
 
 impl Acquisition {
@@ -349,6 +365,8 @@ impl Acquisition {
             },
             lock_ms: millis(lock.ttl).to_string(),
             refresh_s: refresh.map_or(0, whole_seconds).to_string(),
+            max_waiters: lock.max_waiters.unwrap_or(0).to_string(),
+            read_if_rejected: lock.failure_readonly,
             queued: false,
             suspect: None,
         })
@@ -389,17 +407,29 @@ impl Acquisition {
                 hand_over_ms.as_bytes(),
                 suspect.as_bytes(),
                 if self.queued { b"1" } else { b"0" },
+                self.max_waiters.as_bytes(),
+                if self.read_if_rejected { b"1" } else { b"0" },
             ],
         )?;
         let mut items = match reply {
             Reply::Array(items) => items.into_iter(),
             other => bail!("unexpected {} reply to the lock script", other.kind()),
         };
-        let locked = items.next() == Some(Reply::Int(1));
+        let status = items.next();
         let data = optional_bytes(items.next())?;
-        if locked {
-            self.queued = false;
-            return Ok(Attempt::Locked(data));
+        match status {
+            Some(Reply::Int(1)) => {
+                self.queued = false;
+                return Ok(Attempt::Locked(data));
+            }
+            Some(Reply::Int(2)) => {
+                let waiting = match items.next() {
+                    Some(Reply::Int(n)) => n.unsigned_abs(),
+                    _ => 0,
+                };
+                return Ok(Attempt::Rejected(data, waiting));
+            }
+            _ => {}
         }
         self.queued = !wait.is_zero();
         let mut secret = || -> Result<Option<String>> {
@@ -507,6 +537,7 @@ pub fn acquire_and_read(
             Ok(Attempt::Locked(data)) => break Acquired::Locked(acquisition.into_held(), data),
             Ok(Attempt::Busy(data)) if last => break Acquired::Busy(data),
             Ok(Attempt::Busy(_)) => waited = true,
+            Ok(Attempt::Rejected(data, waiting)) => break Acquired::Rejected(data, waiting),
             Err(err) => {
                 // We may be queued, or hold a lock handed over with the reply
                 // lost: give it on rather than leave it to its TTL.
@@ -526,7 +557,10 @@ pub fn acquire_and_read(
     } else {
         Duration::ZERO
     };
-    stats::lock_attempt(matches!(outcome, Acquired::Locked(..)), waited);
+    match outcome {
+        Acquired::Rejected(..) => stats::waiter_rejected(),
+        _ => stats::lock_attempt(matches!(outcome, Acquired::Locked(..)), waited),
+    }
     Ok((outcome, waited))
 }
 
@@ -839,6 +873,7 @@ mod tests {
             failure_readonly,
             release: ReleaseCommand::Eval,
             wait_notice: None,
+            max_waiters: None,
         }
     }
 
@@ -946,6 +981,7 @@ mod cluster_tests {
             failure_readonly: false,
             release: ReleaseCommand::Eval,
             wait_notice: None,
+            max_waiters: None,
         }
     }
 

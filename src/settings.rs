@@ -10,7 +10,7 @@ use crate::compression::Compression;
 /// Every directive with its default: phpredis's `redis.session.*` (registered
 /// by this extension unless phpredis already did; then its values apply) and
 /// this extension's own.
-pub const INI_DEFAULTS: [(&CStr, &CStr); 12] = [
+pub const INI_DEFAULTS: [(&CStr, &CStr); 13] = [
     (c"redis.session.locking_enabled", c"0"),
     (c"redis.session.lock_expire", c"0"),
     (c"redis.session.lock_wait_time", c"20000"),
@@ -23,6 +23,7 @@ pub const INI_DEFAULTS: [(&CStr, &CStr); 12] = [
     (c"rediscluster_session.write_replicas", c"0"),
     (c"rediscluster_session.write_replicas_timeout", c"100"),
     (c"rediscluster_session.lock_wait_notice_ms", c"0"),
+    (c"rediscluster_session.max_waiters", c"0"),
 ];
 
 /// Session TTL used when `session.gc_maxlifetime` is not positive (phpredis).
@@ -64,6 +65,9 @@ pub struct LockSettings {
     pub release: ReleaseCommand,
     /// Waits longer than this get an E_NOTICE; `None` when off.
     pub wait_notice: Option<Duration>,
+    /// A request finding this many already waiting for the lock does not
+    /// queue; `None` for no cap.
+    pub max_waiters: Option<u32>,
 }
 
 impl LockSettings {
@@ -172,6 +176,9 @@ impl LockSettings {
                 .ok()
                 .filter(|&ms| ms > 0)
                 .map(Duration::from_millis),
+            max_waiters: u32::try_from(ini.long(c"rediscluster_session.max_waiters"))
+                .ok()
+                .filter(|&cap| cap > 0),
         }
     }
 }

@@ -63,6 +63,7 @@ struct Counters {
     lock_wait_us_total: AtomicU64,
     lock_wait_us_max: AtomicU64,
     acquire_failures: AtomicU64,
+    waiters_rejected: AtomicU64,
     writes_refused_lock_lost: AtomicU64,
     releases: [AtomicU64; RELEASE_COMMANDS.len()],
     release_fallbacks: AtomicU64,
@@ -76,6 +77,7 @@ static COUNTERS: Counters = Counters {
     lock_wait_us_total: AtomicU64::new(0),
     lock_wait_us_max: AtomicU64::new(0),
     acquire_failures: AtomicU64::new(0),
+    waiters_rejected: AtomicU64::new(0),
     writes_refused_lock_lost: AtomicU64::new(0),
     releases: [const { AtomicU64::new(0) }; RELEASE_COMMANDS.len()],
     release_fallbacks: AtomicU64::new(0),
@@ -100,6 +102,11 @@ pub fn lock_attempt(acquired: bool, waited: Duration) {
         COUNTERS.lock_wait_us_total.fetch_add(micros, Relaxed);
         COUNTERS.lock_wait_us_max.fetch_max(micros, Relaxed);
     }
+}
+
+/// A request did not queue: `max_waiters` already waited.
+pub fn waiter_rejected() {
+    bump(&COUNTERS.waiters_rejected);
 }
 
 pub fn write_refused_lock_lost() {
@@ -152,6 +159,10 @@ pub fn snapshot() -> Vec<(&'static str, Stat)> {
         (
             "acquire_failures",
             Stat::Count(get(&COUNTERS.acquire_failures)),
+        ),
+        (
+            "waiters_rejected",
+            Stat::Count(get(&COUNTERS.waiters_rejected)),
         ),
         (
             "writes_refused_lock_lost",

@@ -250,6 +250,22 @@ impl ClusterStore {
         Ok((first, acked))
     }
 
+    /// The lock's `PTTL` (-2: no lock) and how many wait for it (`ZCARD` of
+    /// the queue), in one round trip.
+    pub fn lock_state(&self, lock: &[u8], queue: &[u8]) -> Result<(i64, u64)> {
+        let mut command = packed(&[b"PTTL", lock]);
+        pack(&mut command, &[b"ZCARD", queue]);
+        let mut replies = self.request(lock, &command, 2, Duration::ZERO)?.into_iter();
+        let ttl = match reply(replies.next())? {
+            Reply::Int(ms) => ms,
+            other => return Err(unexpected("PTTL", &other)),
+        };
+        match reply(replies.next())? {
+            Reply::Int(waiting) => Ok((ttl, waiting.unsigned_abs())),
+            other => Err(unexpected("ZCARD", &other)),
+        }
+    }
+
     pub fn same_cluster(&self, other: &ClusterStore) -> bool {
         Rc::ptr_eq(&self.config, &other.config) || self.config == other.config
     }

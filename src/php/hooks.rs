@@ -33,7 +33,7 @@ thread_local! {
     static PENDING: RefCell<VecDeque<Message>> = const { RefCell::new(VecDeque::new()) };
 }
 
-fn queue(message: Message) {
+pub(super) fn queue(message: Message) {
     PENDING.with_borrow_mut(|pending| pending.push_back(message));
 }
 
@@ -62,7 +62,7 @@ fn guard<T>(hook: &str, failure: T, body: impl FnOnce() -> Result<T>) -> T {
 /// Raises the queued messages one at a time, each copied into PHP's request
 /// memory with the Rust copy dropped first: if the error handler never
 /// returns, PHP frees that copy with the request.
-fn raise_pending() {
+pub(super) fn raise_pending() {
     while let Some(message) = PENDING.with_borrow_mut(VecDeque::pop_front) {
         let (level, text) = match message {
             Message::Warning(text) => (ErrorType::Warning, text),

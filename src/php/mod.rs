@@ -18,6 +18,7 @@ fn no_unwind<T>(fallback: T, body: impl FnOnce() -> T) -> T {
 mod abi;
 mod hooks;
 mod ini;
+mod lock_info;
 mod module;
 mod secrets;
 mod stats;

@@ -19,6 +19,7 @@ use super::abi::{
 };
 use super::hooks;
 use super::ini::{self, PhpIni};
+use super::lock_info;
 use super::no_unwind;
 use super::secrets;
 use super::stats;
@@ -83,6 +84,7 @@ pub extern "C" fn get_module() -> *mut ModuleEntry {
                     .shutdown_function(mshutdown)
                     .info_function(info)
                     .function(stats::function())
+                    .function(lock_info::function())
                     .try_into()
                     .expect(
                         "the module entry has no functions or classes that could fail to build",

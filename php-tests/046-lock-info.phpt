@@ -1,0 +1,46 @@
+--TEST--
+rediscluster_session_lock_info(): a held lock with its TTL and its waiters, then a free one; never the secret or the data; null with a warning when the cluster cannot be asked
+--FILE--
+<?php
+require __DIR__ . '/inc/setup.php';
+rcs_use_session();
+$sid = 'lockinfo' . bin2hex(random_bytes(8));
+var_dump(rediscluster_session_lock_info($sid));
+$holder = rcs_spawn(rcs_holder_code($sid, 1.5, 'holder'), rcs_locking(['redis.session.lock_expire' => '20']));
+rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($sid)) === 1);
+$waiter = rcs_spawn(rcs_holder_code($sid, 0, 'waiter'), rcs_locking());
+rcs_wait_until(fn() => rcs_cmd('ZCARD', rcs_lock_key($sid) . '_FIFO') === 1);
+$info = rediscluster_session_lock_info($sid);
+echo "held: ", json_encode(['locked' => $info['locked'], 'ttl over 15 s' => $info['ttl_ms'] > 15000, 'waiters' => $info['waiters']]), "\n";
+echo "keys: ", implode(',', array_keys($info)), "\n";
+echo "secret shown: ", var_export(in_array(rcs_cmd('GET', rcs_lock_key($sid)), $info, true), true), "\n";
+rcs_wait($holder);
+rcs_wait($waiter);
+var_dump(rediscluster_session_lock_info($sid));
+
+ini_set('session.save_path', 'seed[]=127.0.0.1:1&timeout=0.2&read_timeout=0.2');
+var_dump(rediscluster_session_lock_info($sid));
+?>
+--EXPECTF--
+array(3) {
+  ["locked"]=>
+  bool(false)
+  ["ttl_ms"]=>
+  int(0)
+  ["waiters"]=>
+  int(0)
+}
+held: {"locked":true,"ttl over 15 s":true,"waiters":1}
+keys: locked,ttl_ms,waiters
+secret shown: false
+array(3) {
+  ["locked"]=>
+  bool(false)
+  ["ttl_ms"]=>
+  int(0)
+  ["waiters"]=>
+  int(0)
+}
+
+Warning: rediscluster_session_lock_info(): Couldn't map cluster keyspace using any provided seed: %s in %s on line %d
+NULL
