@@ -2,8 +2,9 @@
 # The main job, end to end: installs what is needed, builds, starts a local
 # Redis cluster, serves demo/index.php through nginx and php-fpm (8 workers,
 # phpredis loaded beside this extension), fires concurrent requests that share
-# one session, with and without locking, and prints what happened. Everything
-# it started is stopped at the end.
+# one session, with and without locking, and prints what happened, the lock
+# waits of the whole pool from its /metrics among it. Everything it started is
+# stopped at the end.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -41,5 +42,19 @@ run 1
 run 0
 sets=$(curl -sf "http://127.0.0.1:$port/?stats=1")
 echo "  connection sets opened by the worker that answered last: $sets (one per worker, kept across requests)"
+# The pool's lock waits, from /metrics (Prometheus format): the histogram as bars.
+echo "  lock waits of the whole pool (GET /metrics, rediscluster_session_lock_wait_seconds):"
+curl -sf "http://127.0.0.1:$port/metrics" | awk '
+    /^rediscluster_session_lock_wait_seconds_bucket/ {
+        match($0, /le="[^"]*"/); le = substr($0, RSTART + 4, RLENGTH - 5)
+        n++; bound[n] = le; count[n] = $2 - previous; previous = $2; if (count[n] > most) most = count[n]
+    }
+    END {
+        for (i = 1; i <= n; i++) {
+            bar = ""; width = most ? int(40 * count[i] / most + 0.5) : 0
+            for (j = 0; j < width; j++) bar = bar "#"
+            printf "    <= %-6s s %5d %s\n", bound[i], count[i], bar
+        }
+    }'
 problems=$(cat "$fpm_dir/fpm.log")
 echo "  FPM log: ${problems:-no warnings}"

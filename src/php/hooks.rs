@@ -21,9 +21,11 @@ use ext_php_rs::types::ZendStr;
 
 use super::abi::{FAILURE, ModData, SUCCESS, php_session_create_id};
 use super::ini::PhpIni;
+use super::metrics;
 use super::secrets;
 use crate::handler::{Message, SessionHandler};
 use crate::settings::Settings;
+use crate::stats;
 use crate::store::ClusterStore;
 
 type Handler = SessionHandler<ClusterStore>;
@@ -130,7 +132,9 @@ pub unsafe extern "C" fn open(
         let save_path = unsafe { save_path.as_ref() }
             .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy())
             .unwrap_or_default();
+        metrics::log_if_loaded_after_fork();
         let mut handler = Handler::open(&save_path, Settings::load(&PhpIni))?;
+        stats::request();
         PENDING.with_borrow_mut(|pending| pending.extend(handler.take_messages()));
         // SAFETY: the slot is NULL or a Box::into_raw from an earlier open
         // that was not closed (session_reset()); that handler is taken back.

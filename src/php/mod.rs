@@ -19,6 +19,7 @@ mod abi;
 mod hooks;
 mod ini;
 mod lock_info;
+mod metrics;
 mod module;
 mod secrets;
 mod stats;

@@ -20,6 +20,7 @@ use super::abi::{
 use super::hooks;
 use super::ini::{self, PhpIni};
 use super::lock_info;
+use super::metrics;
 use super::no_unwind;
 use super::secrets;
 use super::stats;
@@ -85,6 +86,7 @@ pub extern "C" fn get_module() -> *mut ModuleEntry {
                     .info_function(info)
                     .function(stats::function())
                     .function(lock_info::function())
+                    .function(metrics::function())
                     .try_into()
                     .expect(
                         "the module entry has no functions or classes that could fail to build",
@@ -98,6 +100,13 @@ pub extern "C" fn get_module() -> *mut ModuleEntry {
 unsafe extern "C" fn minit(_type: i32, module_number: i32) -> i32 {
     no_unwind(FAILURE, || {
         ini::register_missing(module_number);
+        // Before php-fpm or Apache fork: their workers share the counters.
+        if !crate::stats::share_with_forks() {
+            php_error(
+                &ErrorType::CoreWarning,
+                "rediscluster_session: no shared memory for the pool's metrics; rediscluster_session_metrics() covers each process alone",
+            );
+        }
         take_over_phpredis_handler();
         secrets::mask_in_phpinfo();
         // SAFETY: a 'static module that PHP may keep for the life of the process.
@@ -203,6 +212,7 @@ fn info_table() {
         let value = PhpIni.string(name).unwrap_or_default();
         row(&format!("{} (effective)", name.to_string_lossy()), &value);
     }
+    row("Metrics", metrics::scope());
     for (name, value) in stats::info_rows() {
         row(&name, &value);
     }
