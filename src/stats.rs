@@ -357,24 +357,37 @@ pub fn prometheus_text() -> String {
         }
     };
     let one = |value: u64| [(String::new(), value as f64)];
-    family(
-        "requests_total",
-        "counter",
-        "Sessions opened.",
-        &one(get(&c.requests)),
-    );
-    family(
-        "locks_acquired_total",
-        "counter",
-        "Session locks taken.",
-        &one(get(&c.locks_acquired)),
-    );
-    family(
-        "lock_waits_total",
-        "counter",
-        "Lock attempts that found the lock busy and waited.",
-        &one(get(&c.lock_waits)),
-    );
+    let plain: [(&str, &str, &AtomicU64); 6] = [
+        ("requests_total", "Sessions opened.", &c.requests),
+        (
+            "locks_acquired_total",
+            "Session locks taken.",
+            &c.locks_acquired,
+        ),
+        (
+            "lock_waits_total",
+            "Lock attempts that found the lock busy and waited.",
+            &c.lock_waits,
+        ),
+        (
+            "writes_refused_lock_lost_total",
+            "Writes refused because the lock had expired or been taken.",
+            &c.writes_refused_lock_lost,
+        ),
+        (
+            "release_fallbacks_total",
+            "Releases by Lua because the server lacks the configured DELEX or DELIFEQ.",
+            &c.release_fallbacks,
+        ),
+        (
+            "connects_total",
+            "Cluster connection sets opened (slot map and connections).",
+            &c.connects,
+        ),
+    ];
+    for (name, help, counter) in plain {
+        family(name, "counter", help, &one(get(counter)));
+    }
     family(
         "acquire_failures_total",
         "counter",
@@ -386,12 +399,6 @@ pub fn prometheus_text() -> String {
                 get(&c.waiters_rejected) as f64,
             ),
         ],
-    );
-    family(
-        "writes_refused_lock_lost_total",
-        "counter",
-        "Writes refused because the lock had expired or been taken.",
-        &one(get(&c.writes_refused_lock_lost)),
     );
     let by = |label: &str, names: &[&str], counters: &[AtomicU64]| -> Vec<(String, f64)> {
         names
@@ -406,18 +413,6 @@ pub fn prometheus_text() -> String {
         "counter",
         "Locks released, by command (lua: any release by a script).",
         &by("cmd", &commands, &c.releases),
-    );
-    family(
-        "release_fallbacks_total",
-        "counter",
-        "Releases by Lua because the server lacks the configured DELEX or DELIFEQ.",
-        &one(get(&c.release_fallbacks)),
-    );
-    family(
-        "connects_total",
-        "counter",
-        "Cluster connection sets opened (slot map and connections).",
-        &one(get(&c.connects)),
     );
     let kinds: Vec<&str> = ErrorKind::ALL.iter().map(|kind| kind.name()).collect();
     family(
