@@ -5,6 +5,7 @@
 //   RCS_SEEDS    host:port,... of the local cluster
 //   RCS_STANDALONE host:port of a plain (non-cluster) server for phpredis's `redis` handler
 //   RCS_SEEDS16  host:port,... of a 16-node cluster (optional), RCS_FPM_PORT a free port for nginx
+//   RCS_METRICS_COST  the metrics_cost example (counter updates of one request)
 //   php -n bench/bench.php [--smoke]
 require __DIR__ . '/../php-tests/inc/resp.php';
 require __DIR__ . '/../php-tests/inc/http.php';
@@ -187,6 +188,23 @@ foreach ($contenders as $who => $contender) {
         ['sid' => $sid, 'kind' => 'changed', 'n' => $n, 'warm' => 3, 'nodes' => []], true)['instructions'], $callgrind);
     $table['instructions / request (callgrind)'][$who] =
         round(($instructions[1] - $instructions[0]) / ($callgrind[1] - $callgrind[0]));
+}
+
+// The counter updates of a request, with the counters per process only or
+// also in the pool's shared memory (what rediscluster_session_metrics() reads).
+$log('callgrind, metrics counters');
+foreach (['local' => 'per process only', 'shared' => 'with the pool-wide shared counters'] as $mode => $label) {
+    $counts = [];
+    foreach ($callgrind as $n) {
+        $cmd = ['valgrind', '--tool=callgrind', '--callgrind-out-file=/dev/null', env('RCS_METRICS_COST'), $mode, (string)$n];
+        [$proc, $pipes] = spawn($cmd);
+        $err = stream_get_contents($pipes[2]);
+        proc_close($proc);
+        preg_match('/Collected : (\d+)/', $err, $m);
+        $counts[] = (int)$m[1];
+    }
+    $table["metrics: instructions / request, $label"]['ours locked'] =
+        round(($counts[1] - $counts[0]) / ($callgrind[1] - $callgrind[0]));
 }
 
 // 4 + 5. Contention on one session; hand-over latency from two processes taking turns.

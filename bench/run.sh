@@ -13,6 +13,7 @@ STANDALONE_PORT=$((BASE_PORT + 90))
 standalone_dir="$ROOT/.cluster/standalone-$STANDALONE_PORT"
 
 [ -n "${BENCH_SKIP_SETUP:-}" ] || { "$ROOT/scripts/install-deps.sh"; "$ROOT/scripts/build.sh"; }
+cargo build --release --locked --quiet --example metrics_cost
 
 LARGE_PORT=$((BASE_PORT + 20))   # the 16-node cluster (8 primaries + 8 replicas)
 
@@ -31,4 +32,5 @@ redis-server --port "$STANDALONE_PORT" --bind 127.0.0.1 --dir "$standalone_dir" 
 for _ in $(seq 50); do redis-cli -p "$STANDALONE_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
 RCS_EXT=$EXT_SO RCS_SEEDS=$(cluster_seeds "$BASE_PORT") RCS_SEEDS16=$(cluster_seeds "$LARGE_PORT" 16) RCS_STANDALONE=127.0.0.1:$STANDALONE_PORT RCS_FPM_PORT=$((BASE_PORT + 80)) \
+    RCS_METRICS_COST="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/metrics_cost" \
     "$PHP" -n "$ROOT/bench/bench.php" "$@"
