@@ -27,6 +27,7 @@ use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 use crate::keys::SLOT_COUNT;
 use crate::link::Link;
 use crate::save_path::{Auth, SavePath, Seed, Tls};
+use crate::stats;
 
 /// Everything that identifies a cluster and how to reach it; each distinct one
 /// gets its own slot map and connections.
@@ -148,6 +149,7 @@ enum Next {
 
 impl Cluster {
     pub fn new(config: Rc<ConnectionConfig>) -> Self {
+        stats::process_started();
         let seed_order = (0..config.seeds.len()).collect();
         Cluster {
             config,
@@ -189,6 +191,7 @@ impl Cluster {
                 }
             }
             self.pid = pid;
+            stats::process_started();
         }
     }
 

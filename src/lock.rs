@@ -329,8 +329,8 @@ pub(crate) struct Acquisition {
     held: HeldLock,
     lock_ms: String,
     refresh_s: String,
-    /// `max_waiters`, "0" for no cap, and whether a rejection reads the data.
-    max_waiters: String,
+    /// `max_waiters`, 0 for no cap, and whether a rejection reads the data.
+    max_waiters: u32,
     read_if_rejected: bool,
     /// In the queue since an earlier attempt.
     queued: bool,
@@ -365,7 +365,7 @@ impl Acquisition {
             },
             lock_ms: millis(lock.ttl).to_string(),
             refresh_s: refresh.map_or(0, whole_seconds).to_string(),
-            max_waiters: lock.max_waiters.unwrap_or(0).to_string(),
+            max_waiters: lock.max_waiters.unwrap_or(0),
             read_if_rejected: lock.failure_readonly,
             queued: false,
             suspect: None,
@@ -387,6 +387,7 @@ impl Acquisition {
         };
         let wait_ms = if wait.is_zero() { 0 } else { millis(wait) }.to_string();
         let hand_over_ms = millis(HAND_OVER_TIMEOUT).to_string();
+        let max_waiters = self.max_waiters.to_string();
         let keys = &self.held.keys;
         let reply = store.eval(
             &ACQUIRE_AND_READ,
@@ -407,7 +408,7 @@ impl Acquisition {
                 hand_over_ms.as_bytes(),
                 suspect.as_bytes(),
                 if self.queued { b"1" } else { b"0" },
-                self.max_waiters.as_bytes(),
+                max_waiters.as_bytes(),
                 if self.read_if_rejected { b"1" } else { b"0" },
             ],
         )?;

@@ -191,9 +191,16 @@ fn bump(counter: impl Fn(&Counters) -> &AtomicU64) {
     });
 }
 
-/// A session opened; the first in a process puts its pid in the pool's table.
+/// A session opened.
 pub fn request() {
     bump(|c| &c.requests);
+}
+
+/// This process is about to use the cluster (a first connection set, or one
+/// inherited through a fork): its pid goes into the pool's table, once.
+/// Called where the cluster client already notices a new process, so that
+/// no request pays for asking the pid.
+pub fn process_started() {
     let pid = std::process::id();
     if REGISTERED.swap(pid, Relaxed) == pid {
         return;

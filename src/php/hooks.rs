@@ -106,8 +106,13 @@ unsafe fn with_handler<T>(
 ) -> Result<T> {
     let handler = unsafe { handler(mod_data)? };
     let result = f(handler);
-    PENDING.with_borrow_mut(|pending| pending.extend(handler.take_messages()));
+    queue_messages(handler);
     result
+}
+
+/// Queues the warnings and notices the handler left for PHP.
+fn queue_messages(handler: &mut Handler) {
+    PENDING.with_borrow_mut(|pending| pending.extend(handler.take_messages()));
 }
 
 /// # Safety
@@ -135,7 +140,7 @@ pub unsafe extern "C" fn open(
         metrics::log_if_loaded_after_fork();
         let mut handler = Handler::open(&save_path, Settings::load(&PhpIni))?;
         stats::request();
-        PENDING.with_borrow_mut(|pending| pending.extend(handler.take_messages()));
+        queue_messages(&mut handler);
         // SAFETY: the slot is NULL or a Box::into_raw from an earlier open
         // that was not closed (session_reset()); that handler is taken back.
         let previous = unsafe { std::mem::replace(&mut *mod_data, null_mut()) };

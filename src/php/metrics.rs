@@ -39,8 +39,10 @@ pub fn scope() -> &'static str {
 /// Logs once per process when a forking server's worker loaded the extension
 /// itself, so its metrics are its own, not the pool's.
 pub fn log_if_loaded_after_fork() {
-    static LOGGED: AtomicBool = AtomicBool::new(false);
-    if stats::pool_wide() == Some(false) && forking_sapi() && !LOGGED.swap(true, Relaxed) {
+    // Asked once per process (forked workers inherit `false` from the master,
+    // which never opens a session): the answer needs the pid, a system call.
+    static CHECKED: AtomicBool = AtomicBool::new(false);
+    if !CHECKED.swap(true, Relaxed) && stats::pool_wide() == Some(false) && forking_sapi() {
         const LOG_NOTICE: i32 = 5;
         // SAFETY: a NUL-terminated message; PHP only reads it.
         unsafe {
