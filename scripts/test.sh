@@ -74,12 +74,11 @@ for flavor in redis valkey; do
     monitor_pid=$!
     # One at a time: one of them fails the cluster over and back.
     RCS_SEEDS=$(cluster_seeds "$base") cargo test --locked -- --ignored --test-threads=1
-    if out=$("$ROOT/scripts/php-tests.sh" "$flavor" 2>&1); then status=0; else status=$?; fi
+    status=0
+    run_phpt "" "$ROOT/scripts/php-tests.sh" "$flavor" || status=1
     kill "$monitor_pid"; wait "$monitor_pid" 2>/dev/null || true
     php "$ROOT/scripts/keys-monitor.php" check "$monitor_dir" || status=1
     rm -rf "$monitor_dir"
-    printf '%s\n' "$out" | grep -vE '^TEST [0-9]+/[0-9]+' || true
-    tally "$out"
     if [ "$status" -eq 0 ] && [ "$flavor" = redis ]; then
         # The round-trip and lock tests again, as the ACL user README
         # recommends: a command its recipe forgets fails them.
