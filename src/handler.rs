@@ -328,9 +328,9 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         let key = self.key(sid)?;
         match self.lock.as_ref().filter(|held| held.keys.data == key) {
             Some(held) => {
-                lock::destroy_and_release(&mut self.store, held)?;
+                let ours = lock::destroy_and_release(&mut self.store, held)?;
                 self.lock = None;
-                Ok(())
+                if ours { Ok(()) } else { lock_lost() }
             }
             None => self.store.delete(&key),
         }

@@ -75,6 +75,7 @@ pub fn lock_key(session_key: &[u8]) -> Result<Vec<u8>, KeyError> {
 /// tag, so they share the data key's slot, and every script is handed the
 /// ones it touches in `KEYS`: no script builds a key name.
 #[derive(Clone)]
+#[cfg_attr(test, derive(Debug, PartialEq, Eq, Hash))]
 pub struct LockKeys {
     pub data: Vec<u8>,
     /// `{prefix.sid}_LOCK`: the holder's secret, with the holder's lock TTL.
@@ -85,6 +86,9 @@ pub struct LockKeys {
     /// data TTL s, deadline ms"), or "handed <ms> <releaser>" once the lock
     /// went to it.
     pub waiters: Vec<u8>,
+    /// `<lock>_DONE`: the secret of the last holder whose write or destroy
+    /// landed, for the lock's TTL: a repeat after a lost reply checks it.
+    pub done: Vec<u8>,
 }
 
 impl LockKeys {
@@ -94,6 +98,7 @@ impl LockKeys {
             data: data_key.to_vec(),
             queue: [&lock[..], b"_FIFO"].concat(),
             waiters: [&lock[..], b"_WAITERS"].concat(),
+            done: [&lock[..], b"_DONE"].concat(),
             lock,
         })
     }

@@ -47,7 +47,7 @@ pub trait IniSource {
     fn string(&self, name: &CStr) -> Option<String>;
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ReleaseCommand {
     Eval,
     Delex,

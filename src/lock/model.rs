@@ -1,0 +1,945 @@
+//! The lock protocol, checked exhaustively with stateright.
+//!
+//! Each server step runs the real Lua text of [`super::scripts`] in Lua 5.1
+//! (`server`), on one primary's keys, atomically. Each client step is one
+//! call of [`acquire_and_read`](super::acquire_and_read),
+//! [`save_and_release`](super::save_and_release),
+//! [`destroy_and_release`](super::destroy_and_release) or
+//! [`release`](super::release), with the arguments and reply handling of the
+//! real [`Acquisition`]. Time is a tick clock (one tick is `tick_ms`); a live
+//! client acts at once between calls and only its holds and BLPOPs last.
+//!
+//! The adversary: a client crashes at any point; a reply is lost after the
+//! server applied the call (the client repeats it once, as the cluster client
+//! does on a broken connection, and gives up after a second loss); a BLPOP
+//! piece ends at any tick before its timeout (a timeout, `-MOVED` and
+//! `-UNBLOCKED` look alike to the client); keys expire at their TTL; a
+//! failover promotes a replica that has any prefix of the primary's history,
+//! its clock a tick ahead or behind.
+//!
+//! Invariants (each an `always` property, with history kept in the state):
+//! - safety: a write, touch or destroy acknowledged without a warning was
+//!   applied while the lock held the acquisition's secret;
+//! - no lost update: every data write was computed from the data written
+//!   last before it (the session holds a counter);
+//! - acknowledged writes survive a failover when `write_replicas` is on;
+//! - bounded delay: a live waiter is not kept waiting by a lock nobody live
+//!   holds longer than the hand-over timeout + a piece (a dead handed-to
+//!   waiter), the rest of the lock's TTL + a piece (a dead holder), or a piece
+//!   (a free lock), each + 1 tick;
+//! - FIFO: a hand-over goes to the live waiter that queued first;
+//! - declared keys: no call touches a key its client did not name;
+//! - no leftovers: every key has a TTL, and no helper key outlives its last
+//!   user by more than max(lock TTL, piece + 2 × hand-over timeout).
+
+mod server;
+
+use std::time::Duration;
+
+use stateright::{Checker, Model, Property};
+
+use self::server::Server;
+use super::scripts::{
+    ACQUIRE_AND_READ, DESTROY_AND_RELEASE, RELEASE, TOUCH_AND_RELEASE, WRITE_AND_RELEASE,
+};
+use super::{Acquisition, Attempt, HAND_OVER_TIMEOUT, longest_piece};
+use crate::keys::LockKeys;
+use crate::settings::{LockSettings, ReleaseCommand};
+use crate::store::Reply;
+
+/// The data key's TTL: longer than any run.
+const DATA_TTL_S: &str = "3600";
+
+/// What a holder does with the session before it lets go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    Write,
+    Touch,
+    Destroy,
+    /// `release()` alone: read_and_close, session_abort(), an unchanged
+    /// session with early_refresh.
+    Release,
+}
+
+#[derive(Clone, Debug)]
+pub struct LockModel {
+    /// How many acquisitions each client makes, one after the other.
+    pub acquisitions: Vec<u8>,
+    pub lock: LockSettings,
+    pub ops: Vec<Op>,
+    pub crashes: u8,
+    pub lost_replies: u8,
+    pub failovers: u8,
+    pub write_replicas: bool,
+    pub tick_ms: i64,
+    /// The clock stops here: every run is finite.
+    pub max_ticks: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Phase {
+    Idle,
+    /// `SET NX PX` + `GET`, pipelined.
+    Plain,
+    /// The acquire script, queueing for `queue_ms` (0: the last attempt).
+    Attempt {
+        queue_ms: i64,
+        read_if_busy: bool,
+    },
+    /// BLPOP on the acquisition's wait list from tick `since` until `until`
+    /// (client ms).
+    Blocked {
+        since: u32,
+        until: i64,
+    },
+    Holding,
+    Saving(Op),
+    /// `release()` with DELIFEQ: the native delete, then the script if anyone waits.
+    ReleaseNative(Op),
+    ReleaseScript(Op),
+    /// A call failed twice: release what may be ours, then end with a warning.
+    Cleanup,
+    Dead,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Client {
+    phase: Phase,
+    acquisition: Option<Acquisition>,
+    /// Acquisitions started.
+    started: u8,
+    plain_first: bool,
+    /// Client ms: the acquisition's wait deadline.
+    deadline: Option<i64>,
+    waited: bool,
+    /// The counter read under the lock.
+    read: Option<u64>,
+    /// A reply of the current call was lost once: another loss fails it.
+    retried: bool,
+    /// History of the current acquisition.
+    applied_under_lock: bool,
+    /// Until when (server ms) the lock it took was its own, by its TTL then.
+    lock_until: Option<i64>,
+    /// The order it queued in (the model's count), while queued.
+    queued_as: Option<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct State {
+    primary: Server,
+    /// What the replica has: a prefix of the primary's history.
+    replica: Server,
+    ticks: u32,
+    /// The replica clock's offset after a failover, in ms.
+    skew: i64,
+    clients: Vec<Client>,
+    crashes: u8,
+    lost: u8,
+    failovers: u8,
+    queued_count: u32,
+    /// Acknowledged writes: (client, counter value).
+    acked: Vec<(u8, u64)>,
+    /// Acknowledged writes a failover rolled back (allowed without `write_replicas`).
+    acked_rolled_back: u8,
+    /// Since when a live waiter waits for a lock nobody live holds, and by
+    /// when that must end: (lock owner then, deadline in client ms).
+    stall: Option<(Option<Vec<u8>>, i64)>,
+    violation: Option<(Invariant, String)>,
+}
+
+/// The invariants, each a property of its own so that each gets its own
+/// counterexample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Invariant {
+    Safety,
+    MutualExclusion,
+    NoLostUpdate,
+    Failover,
+    BoundedDelay,
+    Fifo,
+    DeclaredKeys,
+    NoLeftovers,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    Tick,
+    /// A holder lets go of the session this way.
+    Save(u8, Op),
+    Step(u8),
+    /// The client's call is applied but its reply lost.
+    StepLost(u8),
+    /// The BLPOP piece ends with nothing (timeout, -MOVED, -UNBLOCKED).
+    PieceEnds(u8),
+    Crash(u8),
+    /// The replica catches up with the primary.
+    Replicate,
+    /// The replica is promoted, its clock this many ms off.
+    Failover(i64),
+}
+
+fn keys() -> LockKeys {
+    LockKeys::new(b"S").unwrap()
+}
+
+/// Client `c`'s `n`th secret: its thread half names the client.
+fn secret(c: usize, n: u8) -> String {
+    format!("{:016x}{:016x}", c + 1, n)
+}
+
+fn client_of(secret: &[u8]) -> Option<(usize, u8)> {
+    let text = std::str::from_utf8(secret).ok()?;
+    let c = usize::from_str_radix(text.get(..16)?, 16).ok()?;
+    let n = u8::from_str_radix(text.get(16..)?, 16).ok()?;
+    Some((c.checked_sub(1)?, n))
+}
+
+fn counter(data: Option<&[u8]>) -> u64 {
+    data.and_then(|d| std::str::from_utf8(d).ok()?.parse().ok())
+        .unwrap_or(0)
+}
+
+impl State {
+    fn client_ms(&self, tick_ms: i64) -> i64 {
+        i64::from(self.ticks) * tick_ms
+    }
+
+    fn fail(&mut self, invariant: Invariant, why: String) {
+        self.violation.get_or_insert((invariant, why));
+    }
+
+    fn lock_owner(&self) -> Option<Vec<u8>> {
+        self.primary.get_str(&keys().lock).map(<[u8]>::to_vec)
+    }
+}
+
+impl LockModel {
+    fn piece_ms(&self) -> i64 {
+        longest_piece(&self.lock).as_millis() as i64
+    }
+
+    fn hand_over_ms(&self) -> i64 {
+        HAND_OVER_TIMEOUT.as_millis() as i64
+    }
+
+    /// The next attempt of the acquire loop, as `acquire_and_read` computes it.
+    fn next_attempt(&self, client: &mut Client, now: i64) {
+        let remaining = client.deadline.map(|d| (d - now).max(0));
+        let last = remaining == Some(0);
+        let piece = remaining.map_or(self.piece_ms(), |r| r.min(self.piece_ms()));
+        client.phase = Phase::Attempt {
+            queue_ms: if last { 0 } else { piece },
+            read_if_busy: last && self.lock.failure_readonly,
+        };
+    }
+
+    fn locked(&self, client: &mut Client, data: Option<Vec<u8>>, lock_until: Option<i64>) {
+        client.lock_until = lock_until;
+        client.read = Some(counter(data.as_deref()));
+        client.plain_first = !client.waited;
+        client.queued_as = None;
+        client.phase = Phase::Holding;
+    }
+
+    fn finish(&self, client: &mut Client) {
+        client.acquisition = None;
+        client.queued_as = None;
+        client.retried = false;
+        client.phase = Phase::Idle;
+    }
+
+    /// Runs a script on the primary for client `c`.
+    fn eval(
+        &self,
+        state: &mut State,
+        script: &crate::script::LuaScript,
+        keys: &[&[u8]],
+        args: &[&[u8]],
+    ) -> Option<Reply> {
+        match state.primary.eval(script, keys, args) {
+            Ok(reply) => Some(reply),
+            Err(fault) => {
+                state.fail(Invariant::DeclaredKeys, fault.0);
+                None
+            }
+        }
+    }
+
+    /// One call of client `c`, applied on the server; `lost`: its reply never arrives.
+    fn step(&self, state: &mut State, c: usize, lost: bool) {
+        let now = state.client_ms(self.tick_ms);
+        let mut client = state.clients[c].clone();
+        let owner_before = state.lock_owner();
+        let data_before = state.primary.get_str(&keys().data).map(<[u8]>::to_vec);
+        let k = keys();
+        match client.phase.clone() {
+            Phase::Idle => {
+                let n = client.started;
+                client.started += 1;
+                client.acquisition = Some(Acquisition::with_secret(
+                    k.clone(),
+                    &self.lock,
+                    None,
+                    secret(c, n),
+                ));
+                client.deadline = self
+                    .lock
+                    .total_wait()
+                    .map(|total| now + total.as_millis() as i64);
+                client.waited = false;
+                client.applied_under_lock = false;
+                client.retried = false;
+                if client.plain_first {
+                    client.phase = Phase::Plain;
+                } else {
+                    self.next_attempt(&mut client, now);
+                }
+                state.clients[c] = client;
+                return;
+            }
+            Phase::Plain => {
+                let acquisition = client.acquisition.as_ref().unwrap();
+                let secret = acquisition.held.secret().as_bytes().to_vec();
+                let lock_ms = self.lock.ttl.as_millis().to_string();
+                let set = state.primary.call(
+                    &[
+                        b"SET".to_vec(),
+                        k.lock.clone(),
+                        secret,
+                        b"NX".to_vec(),
+                        b"PX".to_vec(),
+                        lock_ms.into_bytes(),
+                    ],
+                    &[&k.lock],
+                );
+                let read = state
+                    .primary
+                    .call(&[b"GET".to_vec(), k.data.clone()], &[&k.data]);
+                let lock_until = state.primary.ttl_of(&k.lock).flatten();
+                if lost {
+                    // The pipeline is sent again.
+                    client.retried = true;
+                } else {
+                    match (set, read) {
+                        (Ok(Reply::Status), Ok(Reply::Data(data))) => {
+                            self.locked(&mut client, Some(data), lock_until)
+                        }
+                        (Ok(Reply::Status), Ok(Reply::Nil)) => {
+                            self.locked(&mut client, None, lock_until)
+                        }
+                        _ => self.next_attempt(&mut client, now),
+                    }
+                }
+            }
+            Phase::Attempt {
+                queue_ms,
+                read_if_busy,
+            } => {
+                let wait = Duration::from_millis(queue_ms as u64);
+                let acquisition = client.acquisition.as_mut().unwrap();
+                let reply = acquisition.attempt_call(wait, read_if_busy, |keys, args| {
+                    state.primary.eval(&ACQUIRE_AND_READ, keys, args)
+                });
+                let reply = match reply {
+                    Ok(reply) => reply,
+                    Err(fault) => {
+                        state.fail(Invariant::DeclaredKeys, fault.0);
+                        return;
+                    }
+                };
+                let lock_until = state.primary.ttl_of(&k.lock).flatten();
+                if queue_ms > 0 && client.queued_as.is_none() {
+                    client.queued_as = Some(state.queued_count);
+                    state.queued_count += 1;
+                }
+                if lost {
+                    if client.retried {
+                        client.phase = Phase::Cleanup;
+                    }
+                    client.retried = !client.retried;
+                } else {
+                    client.retried = false;
+                    match acquisition.attempt_replied(reply, wait) {
+                        Ok(Attempt::Locked(data)) => self.locked(&mut client, data, lock_until),
+                        Ok(Attempt::Busy(_)) if queue_ms == 0 => self.finish(&mut client),
+                        Ok(Attempt::Busy(_)) => {
+                            client.waited = true;
+                            let piece = queue_ms;
+                            client.phase = Phase::Blocked {
+                                since: state.ticks,
+                                until: now + piece,
+                            };
+                        }
+                        Ok(Attempt::Rejected(..)) => self.finish(&mut client),
+                        Err(err) => state.fail(Invariant::Safety, format!("acquire reply: {err}")),
+                    }
+                }
+            }
+            Phase::Blocked { .. } => {
+                // The list has an element (checked in `actions`): BLPOP pops it.
+                let acquisition = client.acquisition.as_mut().unwrap();
+                let list = acquisition.wait_list().to_vec();
+                let popped = match state
+                    .primary
+                    .call(&[b"LPOP".to_vec(), list.clone()], &[&list])
+                {
+                    Ok(Reply::Data(element)) => Some(element),
+                    _ => None,
+                };
+                // A lost BLPOP reply is not repeated: the element is gone.
+                let popped = if lost { None } else { popped };
+                let lock_until = state.primary.ttl_of(&k.lock).flatten();
+                match acquisition.popped(popped) {
+                    Ok(Some(data)) => self.locked(&mut client, data, lock_until),
+                    _ => self.next_attempt(&mut client, now),
+                }
+            }
+            Phase::Saving(op) => {
+                let held = &client.acquisition.as_ref().unwrap().held;
+                let data = (client.read.unwrap() + 1).to_string();
+                let read = client.read.unwrap().to_string();
+                let reply = held.with_release_keys(|keys| match op {
+                    Op::Write => self.eval(
+                        state,
+                        &WRITE_AND_RELEASE,
+                        keys,
+                        &[
+                            held.secret().as_bytes(),
+                            data.as_bytes(),
+                            DATA_TTL_S.as_bytes(),
+                            held.lock_ms.as_bytes(),
+                        ],
+                    ),
+                    Op::Touch => self.eval(
+                        state,
+                        &TOUCH_AND_RELEASE,
+                        keys,
+                        &[
+                            held.secret().as_bytes(),
+                            read.as_bytes(),
+                            DATA_TTL_S.as_bytes(),
+                        ],
+                    ),
+                    Op::Destroy => {
+                        let args: [&[u8]; 2] = [held.secret().as_bytes(), held.lock_ms.as_bytes()];
+                        self.eval(state, &DESTROY_AND_RELEASE, keys, &args)
+                    }
+                    Op::Release => unreachable!(),
+                });
+                let Some(reply) = reply else { return };
+                let data_after = state.primary.get_str(&k.data).map(<[u8]>::to_vec);
+                let applied = match op {
+                    Op::Write => {
+                        data_after.as_deref() == Some(data.as_bytes()) && data_before != data_after
+                    }
+                    Op::Destroy => data_before.is_some() && data_after.is_none(),
+                    _ => false,
+                };
+                if applied {
+                    if owner_before.as_deref() == Some(held.secret().as_bytes()) {
+                        client.applied_under_lock = true;
+                    }
+                    if op == Op::Write && counter(data_before.as_deref()) != client.read.unwrap() {
+                        state.fail(
+                            Invariant::NoLostUpdate,
+                            format!(
+                                "lost update: client {c} wrote {} over {:?}, having read {}",
+                                data,
+                                data_before.as_deref().map(String::from_utf8_lossy),
+                                client.read.unwrap()
+                            ),
+                        );
+                    }
+                    if op == Op::Write && self.write_replicas {
+                        state.replica = state.primary.clone();
+                    }
+                }
+                if lost {
+                    if client.retried {
+                        client.phase = Phase::Cleanup;
+                    }
+                    client.retried = !client.retried;
+                } else {
+                    client.retried = false;
+                    let acknowledged = reply == Reply::Int(1);
+                    if acknowledged && op != Op::Touch && !client.applied_under_lock {
+                        state.fail(Invariant::Safety, format!(
+                            "safety: client {c}'s {op:?} acknowledged but never applied under its lock"
+                        ));
+                    }
+                    if acknowledged && op == Op::Write {
+                        state.acked.push((c as u8, client.read.unwrap() + 1));
+                    }
+                    self.finish(&mut client);
+                }
+            }
+            Phase::ReleaseNative(op) => {
+                let held = &client.acquisition.as_ref().unwrap().held;
+                let deleted = state.primary.call(
+                    &[
+                        b"DELIFEQ".to_vec(),
+                        k.lock.clone(),
+                        held.secret().as_bytes().to_vec(),
+                    ],
+                    &[&k.lock],
+                );
+                let waiting = state
+                    .primary
+                    .call(&[b"ZCARD".to_vec(), k.queue.clone()], &[&k.queue]);
+                if !lost {
+                    client.phase = match (deleted, waiting) {
+                        (Ok(Reply::Int(1)), Ok(Reply::Int(0))) => {
+                            self.finish(&mut client);
+                            Phase::Idle
+                        }
+                        _ => Phase::ReleaseScript(op),
+                    };
+                }
+            }
+            Phase::ReleaseScript(_) | Phase::Cleanup => {
+                let held = &client.acquisition.as_ref().unwrap().held;
+                let reply = held.with_release_keys(|keys| {
+                    self.eval(state, &RELEASE, keys, &[held.secret().as_bytes()])
+                });
+                if reply.is_none() {
+                    return;
+                }
+                if !lost || client.retried {
+                    self.finish(&mut client);
+                } else {
+                    client.retried = true;
+                }
+            }
+            Phase::Holding | Phase::Dead => unreachable!(),
+        }
+        state.clients[c] = client;
+        self.after_call(state, c, owner_before);
+    }
+
+    /// History checks after client `c`'s call changed the lock.
+    fn after_call(&self, state: &mut State, c: usize, owner_before: Option<Vec<u8>>) {
+        let owner = state.lock_owner();
+        if owner == owner_before {
+            return;
+        }
+        // Handed to another client by this call: the first live waiter in line gets it.
+        if let Some((to, _)) = owner.as_deref().and_then(client_of)
+            && to != c
+        {
+            let queued_as = state.clients[to].queued_as;
+            let overtaken = state.clients.iter().enumerate().any(|(w, waiter)| {
+                w != to
+                    && waiter.phase != Phase::Dead
+                    && matches!(waiter.phase, Phase::Blocked { .. } | Phase::Attempt { .. })
+                    && waiter.queued_as.is_some()
+                    && queued_as.is_none_or(|q| waiter.queued_as < Some(q))
+                    // A waiter whose wait ended has left the queue by deadline.
+                    && waiter.deadline.is_none_or(|d| d > state.client_ms(self.tick_ms))
+            });
+            if overtaken && state.clients[to].phase != Phase::Dead {
+                state.fail(
+                    Invariant::Fifo,
+                    format!("FIFO: the lock went to client {to} past an earlier live waiter"),
+                );
+            }
+        }
+    }
+
+    /// Recomputes the stall clock and checks every invariant that looks at
+    /// one state.
+    fn check(&self, state: &mut State) {
+        let now = state.client_ms(self.tick_ms);
+        let k = keys();
+        // No leftovers.
+        let helper_bound =
+            (self.lock.ttl.as_millis() as i64).max(self.piece_ms() + 2 * self.hand_over_ms());
+        for (key, (_, at)) in &state.primary.keys {
+            match at {
+                None => state.violation.get_or_insert((
+                    Invariant::NoLeftovers,
+                    format!("{} has no TTL", String::from_utf8_lossy(key)),
+                )),
+                Some(at) if *key != k.data && at - state.primary.now_ms > helper_bound => {
+                    state.violation.get_or_insert((
+                        Invariant::NoLeftovers,
+                        format!(
+                            "{} lives {} ms more",
+                            String::from_utf8_lossy(key),
+                            at - state.primary.now_ms
+                        ),
+                    ))
+                }
+                _ => continue,
+            };
+        }
+        // Mutual exclusion: nobody takes a lock from a live holder before its
+        // TTL ran out (a failover may: it is checked only before one).
+        if state.failovers == 0 {
+            let owner = state.lock_owner();
+            for (c, client) in state.clients.iter().enumerate() {
+                let holding = matches!(client.phase, Phase::Holding | Phase::Saving(_));
+                let mine = client
+                    .acquisition
+                    .as_ref()
+                    .map(|a| a.held.secret().as_bytes());
+                if holding
+                    && client
+                        .lock_until
+                        .is_some_and(|until| until > state.primary.now_ms)
+                    && owner.as_deref() != mine
+                {
+                    let why =
+                        format!("client {c} holds the lock, which went to another before its TTL");
+                    state.fail(Invariant::MutualExclusion, why);
+                    break;
+                }
+            }
+        }
+        // Bounded delay: a live waiter and a lock that no live client holds or waits for.
+        let live_waiter = state
+            .clients
+            .iter()
+            .any(|w| matches!(w.phase, Phase::Blocked { .. } | Phase::Attempt { .. }));
+        let owner = state.lock_owner();
+        let owner_client = owner.as_deref().and_then(client_of);
+        let orphan = match owner_client {
+            None => owner.is_none().then_some(self.piece_ms()),
+            Some((o, n)) => {
+                let holder = &state.clients[o];
+                let current = holder.started == n + 1 && holder.acquisition.is_some();
+                if holder.phase != Phase::Dead && current {
+                    None
+                } else if holder.phase == Phase::Dead && current && holder.read.is_none() {
+                    // Handed to a waiter that died before taking it.
+                    Some(self.hand_over_ms() + self.piece_ms())
+                } else {
+                    let ttl = match state.primary.ttl_of(&k.lock) {
+                        Some(Some(at)) => at - state.primary.now_ms,
+                        _ => 0,
+                    };
+                    Some(ttl + self.piece_ms())
+                }
+            }
+        };
+        state.stall = match (live_waiter, orphan) {
+            (true, Some(bound)) => match state.stall.take() {
+                Some((was, deadline)) if was == owner => Some((was, deadline)),
+                _ => Some((owner, now + bound + self.tick_ms)),
+            },
+            _ => None,
+        };
+        if let Some((_, deadline)) = &state.stall
+            && now > *deadline
+        {
+            let why = format!("bounded delay: a live waiter stalled past {deadline} ms");
+            state.fail(Invariant::BoundedDelay, why);
+        }
+    }
+
+    fn live(client: &Client) -> bool {
+        client.phase != Phase::Dead
+    }
+}
+
+impl Model for LockModel {
+    type State = State;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State> {
+        vec![State {
+            primary: Server::default(),
+            replica: Server::default(),
+            ticks: 0,
+            skew: 0,
+            clients: vec![
+                Client {
+                    phase: Phase::Idle,
+                    acquisition: None,
+                    started: 0,
+                    plain_first: true,
+                    deadline: None,
+                    waited: false,
+                    read: None,
+                    retried: false,
+                    applied_under_lock: false,
+                    lock_until: None,
+                    queued_as: None,
+                };
+                self.acquisitions.len()
+            ],
+            crashes: 0,
+            lost: 0,
+            failovers: 0,
+            queued_count: 0,
+            acked: Vec::new(),
+            acked_rolled_back: 0,
+            stall: None,
+            violation: None,
+        }]
+    }
+
+    fn actions(&self, state: &State, actions: &mut Vec<Action>) {
+        if state.violation.is_some() {
+            return;
+        }
+        let now = state.client_ms(self.tick_ms);
+        let mut instant = false;
+        for (c, client) in state.clients.iter().enumerate() {
+            let c8 = c as u8;
+            match &client.phase {
+                Phase::Dead => continue,
+                Phase::Idle if client.started == self.acquisitions[c] => continue,
+                Phase::Idle => actions.push(Action::Step(c8)),
+                // What to do, and when, is the holder's choice.
+                Phase::Holding => actions.extend(self.ops.iter().map(|&op| Action::Save(c8, op))),
+                Phase::Blocked { since, until } => {
+                    let list = client.acquisition.as_ref().unwrap().wait_list();
+                    if state.primary.keys.contains_key(list) {
+                        actions.push(Action::Step(c8));
+                        if state.lost < self.lost_replies {
+                            actions.push(Action::StepLost(c8));
+                        }
+                        instant = true;
+                    }
+                    // It ends in a later tick than it began (a timeout, or
+                    // -MOVED or -UNBLOCKED from a cluster change), by its timeout.
+                    if *since < state.ticks {
+                        actions.push(Action::PieceEnds(c8));
+                    }
+                    if now + self.tick_ms > *until {
+                        instant = true;
+                    }
+                }
+                _ => {
+                    instant = true;
+                    actions.push(Action::Step(c8));
+                    if state.lost < self.lost_replies {
+                        actions.push(Action::StepLost(c8));
+                    }
+                }
+            }
+            if state.crashes < self.crashes && client.phase != Phase::Idle && Self::live(client) {
+                actions.push(Action::Crash(c8));
+            }
+        }
+        if state.failovers < self.failovers {
+            if state.replica != state.primary {
+                actions.push(Action::Replicate);
+            }
+            actions.push(Action::Failover(self.tick_ms));
+            actions.push(Action::Failover(-self.tick_ms));
+        }
+        if !instant && state.ticks < self.max_ticks {
+            actions.push(Action::Tick);
+        }
+    }
+
+    fn next_state(&self, last: &State, action: Action) -> Option<State> {
+        let mut state = last.clone();
+        match action {
+            Action::Tick => {
+                state.ticks += 1;
+                state.primary.now_ms += self.tick_ms;
+                state.replica.now_ms += self.tick_ms;
+                state.primary.expire_keys();
+                state.replica.expire_keys();
+            }
+            Action::Save(c, op) => {
+                state.clients[usize::from(c)].phase = match (op, self.lock.release) {
+                    (Op::Release, ReleaseCommand::Eval) => Phase::ReleaseScript(op),
+                    (Op::Release, _) => Phase::ReleaseNative(op),
+                    _ => Phase::Saving(op),
+                };
+            }
+            Action::Step(c) | Action::StepLost(c) => {
+                let lost = matches!(action, Action::StepLost(_));
+                let c = usize::from(c);
+                if lost {
+                    state.lost += 1;
+                }
+                self.step(&mut state, c, lost);
+            }
+            Action::PieceEnds(c) => {
+                let c = usize::from(c);
+                let now = state.client_ms(self.tick_ms);
+                let mut client = state.clients[c].clone();
+                self.next_attempt(&mut client, now);
+                state.clients[c] = client;
+            }
+            Action::Crash(c) => {
+                state.crashes += 1;
+                let client = &mut state.clients[usize::from(c)];
+                client.phase = Phase::Dead;
+            }
+            Action::Replicate => state.replica = state.primary.clone(),
+            Action::Failover(skew) => {
+                state.failovers += 1;
+                let mut promoted = state.replica.clone();
+                promoted.now_ms = state.primary.now_ms + skew;
+                promoted.expire_keys();
+                state.skew = skew;
+                state.primary = promoted;
+                state.replica = state.primary.clone();
+                let kept = counter(state.primary.get_str(&keys().data));
+                let lost = state
+                    .acked
+                    .iter()
+                    .filter(|(_, value)| *value > kept)
+                    .count();
+                if lost > 0 && self.write_replicas {
+                    state.fail(
+                        Invariant::Failover,
+                        format!("failover: {lost} acknowledged writes rolled back"),
+                    );
+                }
+                state.acked_rolled_back += lost as u8;
+            }
+        }
+        self.check(&mut state);
+        Some(state)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        macro_rules! holds {
+            ($name:literal, $invariant:expr) => {
+                Property::always($name, |_, state: &State| {
+                    state
+                        .violation
+                        .as_ref()
+                        .is_none_or(|(broken, _)| *broken != $invariant)
+                })
+            };
+        }
+        vec![
+            holds!("safety", Invariant::Safety),
+            holds!("mutual exclusion", Invariant::MutualExclusion),
+            holds!("no lost update", Invariant::NoLostUpdate),
+            holds!("failover", Invariant::Failover),
+            holds!("bounded delay", Invariant::BoundedDelay),
+            holds!("fifo", Invariant::Fifo),
+            holds!("declared keys", Invariant::DeclaredKeys),
+            holds!("no leftovers", Invariant::NoLeftovers),
+            // The model does reach the end of a busy session.
+            Property::sometimes(
+                "every acquisition wrote",
+                |model: &LockModel, state: &State| {
+                    state.acked.len()
+                        == model
+                            .acquisitions
+                            .iter()
+                            .map(|&n| usize::from(n))
+                            .sum::<usize>()
+                },
+            ),
+        ]
+    }
+}
+
+/// Longer than any configuration takes: a check cut short fails.
+pub const CHECK_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Checks a model to the end and returns the checker, for tests to read.
+pub fn check(model: LockModel) -> impl Checker<LockModel> {
+    model
+        .checker()
+        .threads(2)
+        .timeout(CHECK_TIMEOUT)
+        .spawn_bfs()
+        .join()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn settings(ttl_ms: u64, retries: u64) -> LockSettings {
+        LockSettings {
+            ttl: Duration::from_millis(ttl_ms),
+            wait: Duration::from_millis(1000),
+            retries: Some(retries),
+            failure_readonly: false,
+            release: ReleaseCommand::Eval,
+            wait_notice: None,
+            max_waiters: None,
+        }
+    }
+
+    fn run(name: &str, model: LockModel) -> Option<String> {
+        let started = Instant::now();
+        let checker = check(model);
+        let report = format!(
+            "{name}: {} states ({} unique), depth {}, {:.1} s",
+            checker.state_count(),
+            checker.unique_state_count(),
+            checker.max_depth(),
+            started.elapsed().as_secs_f64()
+        );
+        println!("{report}");
+        assert!(
+            started.elapsed() < CHECK_TIMEOUT,
+            "the check did not finish"
+        );
+        let mut found = checker.discoveries();
+        assert!(
+            found.remove("every acquisition wrote").is_some(),
+            "no run where every acquisition wrote"
+        );
+        let mut found: Vec<_> = found.into_iter().collect();
+        found.sort_by_key(|(name, _)| *name);
+        let traces: Vec<String> = found
+            .into_iter()
+            .map(|(name, path)| {
+                let states = path.into_vec();
+                let mut trace = String::new();
+                for (state, action) in &states {
+                    if let Some(action) = action {
+                        trace += &format!("t={} {:?}\n", state.ticks, action);
+                    }
+                }
+                trace += &format!("{name}: {:?}\n", states.last().unwrap().0.violation);
+                trace
+            })
+            .collect();
+        (!traces.is_empty()).then(|| traces.join("\n"))
+    }
+
+    fn model(acquisitions: Vec<u8>, ttl_ms: u64, max_ticks: u32) -> LockModel {
+        LockModel {
+            acquisitions,
+            lock: settings(ttl_ms, 10),
+            ops: vec![Op::Write],
+            crashes: 1,
+            lost_replies: 0,
+            failovers: 0,
+            write_replicas: false,
+            tick_ms: 1000,
+            max_ticks,
+        }
+    }
+
+    fn holds(name: &str, model: LockModel) {
+        if let Some(traces) = run(name, model) {
+            panic!("{traces}");
+        }
+    }
+
+    /// Three clients, one of them taking the lock twice, a crash anywhere.
+    #[test]
+    fn three_clients_and_a_crash() {
+        holds(
+            "3 clients, 2+1+1 acquisitions, 1 crash",
+            model(vec![2, 1, 1], 5000, 6),
+        );
+    }
+
+    /// Long enough for the waiters' own entries to expire after a hand-over
+    /// to a waiter that died (a lock TTL past the clock's end).
+    #[test]
+    fn a_dead_waiter_handed_the_lock() {
+        holds(
+            "3 clients, 1 acquisition each, 1 crash, 9 s",
+            model(vec![1, 1, 1], 20000, 9),
+        );
+    }
+}

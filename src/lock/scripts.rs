@@ -1,0 +1,257 @@
+//! The lock protocol's Lua scripts. Each runs atomically on the primary of
+//! the session's slot and touches only the keys it is handed in `KEYS`; the
+//! client steps that call them are in the parent module, and the model
+//! checker (`model`) runs these very texts.
+
+use crate::script::LuaScript;
+
+/// Lua shared by every script that releases a lock: KEYS data, lock, queue,
+/// waiters (as [`LockKeys`]) and `next`, the list named after the releaser's
+/// secret. Hands the lock to the longest waiter whose deadline has not
+/// passed, with that waiter's own lock TTL, and pushes it "H<ms>:<secret>:"
+/// then "1" and the data (or "0": no session) on `next`; drops waiters that
+/// are gone. The waiter's "handed" mark lives as long as the lock it got, so
+/// that a waiter behind can tell a dead hand-over for the whole of that
+/// time. With nobody waiting it deletes the lock. Inline, not a
+/// function: a Lua closure made on every call costs server time.
+macro_rules! hand_over_lua {
+    () => {
+        r"local handed = false
+while true do
+  local head = redis.call('ZRANGE', queue, 0, 0)[1]
+  if not head then break end
+  redis.call('ZREM', queue, head)
+  local time = redis.call('TIME')
+  local now = time[1] * 1000 + math.floor(time[2] / 1000)
+  local lock_ms, refresh, deadline =
+    string.match(redis.call('HGET', waiters, head) or '', '^(%d+) (%d+) (%d+)$')
+  if lock_ms and tonumber(deadline) >= now then
+    now = string.format('%d', now)
+    redis.call('SET', lock, head, 'PX', lock_ms)
+    redis.call('HSET', waiters, head, 'handed ' .. now .. ' ' .. secret)
+    redis.call('PEXPIRE', waiters, lock_ms, 'GT')
+    local data
+    if refresh ~= '0' then
+      data = redis.call('GETEX', data_key, 'EX', refresh)
+    else
+      data = redis.call('GET', data_key)
+    end
+    redis.call('RPUSH', next, 'H' .. now .. ':' .. head .. ':' .. (data and ('1' .. data) or '0'))
+    redis.call('PEXPIRE', next, lock_ms)
+    handed = true
+    break
+  end
+  redis.call('HDEL', waiters, head)
+end
+if not handed then redis.call('DEL', lock) end
+redis.call('HDEL', waiters, secret)
+"
+    };
+}
+
+/// The keys every release script declares (`done` as [`LockKeys`]), and its secret.
+macro_rules! release_keys_lua {
+    () => {
+        r"local data_key, lock, queue, waiters, next = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local done, secret = KEYS[6], ARGV[1]
+"
+    };
+}
+
+/// KEYS: data, lock, queue, waiters, the list this caller waits on (named
+/// after the one ahead of it), the list the suspect's hand-over went to.
+/// ARGV: secret, lock TTL ms, data TTL s (0: plain GET), '1' to read the data
+/// even when busy, how long the caller will wait in ms (0: it will not, leave
+/// the queue), the hand-over timeout in ms, the owner suspected of a dead
+/// hand-over (or ''), '1' if the caller queued before.
+/// Returns {1, data} when the lock is ours; {0, data-or-false, owner, the one
+/// ahead of us, who handed the owner the lock} when busy. Repeats are safe: a
+/// lock that already holds our secret is ours (a lost reply, or a hand-over
+/// that came after our wait ended), and queueing again keeps our place.
+pub(crate) static ACQUIRE_AND_READ: LuaScript = LuaScript::new(
+    r"local data_key, lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local wait_list, suspect_list = KEYS[5], KEYS[6]
+local secret, lock_ms, refresh = ARGV[1], ARGV[2], ARGV[3]
+local read_if_busy, wait_ms, hand_over_ms = ARGV[4] == '1', tonumber(ARGV[5]), tonumber(ARGV[6])
+local suspect, queued = ARGV[7], ARGV[8] == '1'
+local max_waiters, read_if_rejected = tonumber(ARGV[9]), ARGV[10] == '1'
+local owner = redis.call('GET', lock)
+-- A lock this thread took earlier (the first half of the secret names the
+-- thread) and has let go of: its release was lost or undone by a failover.
+if owner and owner ~= secret and string.sub(owner, 1, 16) == string.sub(secret, 1, 16) then
+  owner = false
+end
+-- A hand-over whose data still lies in its list after hand_over_ms, to a
+-- waiter still marked as handed, was never taken: that waiter is gone, the
+-- lock is free. (A waiter that took its lock by this script dropped its mark,
+-- and one that popped the data left nothing in the list.)
+if owner and owner ~= secret and owner == suspect
+  and string.match(redis.call('HGET', waiters, suspect) or '', '^handed ') then
+  local pushed = redis.call('LINDEX', suspect_list, 0)
+  local at, target = string.match(pushed or '', '^H(%d+):(%x+):')
+  if target == suspect then
+    local time = redis.call('TIME')
+    if time[1] * 1000 + math.floor(time[2] / 1000) - tonumber(at) > hand_over_ms then
+      redis.call('DEL', suspect_list)
+      redis.call('HDEL', waiters, suspect)
+      owner = false
+    end
+  end
+end
+if not owner or owner == secret then
+  -- Ours. Our handed mark goes even when we did not know we had queued (a
+  -- lost reply): nobody may suspect us now. A push meant for us that we did
+  -- not pop goes with our list.
+  redis.call('SET', lock, secret, 'PX', lock_ms)
+  redis.call('HDEL', waiters, secret)
+  if queued then
+    redis.call('ZREM', queue, secret)
+    redis.call('DEL', wait_list)
+  end
+  if refresh ~= '0' then return {1, redis.call('GETEX', data_key, 'EX', refresh)} end
+  return {1, redis.call('GET', data_key)}
+end
+local data, ahead = false, false
+-- A cap on waiters: one more does not queue (one already queued keeps its place).
+if wait_ms > 0 and max_waiters > 0 and not redis.call('ZSCORE', queue, secret) then
+  local waiting = redis.call('ZCARD', queue)
+  if waiting >= max_waiters then
+    if read_if_rejected then data = redis.call('GET', data_key) end
+    return {2, data, waiting}
+  end
+end
+if wait_ms > 0 then
+  -- Queue by arrival (NX keeps our place across attempts) with our terms
+  -- and how long we are sure to be waiting. Both keys expire on their own
+  -- once every waiter is gone, and no waiter shortens another's expiry.
+  local time = redis.call('TIME')
+  local now = time[1] * 1000 + math.floor(time[2] / 1000)
+  redis.call('ZADD', queue, 'NX', time[1] .. string.format('%06d', time[2]), secret)
+  redis.call('HSET', waiters, secret,
+    lock_ms .. ' ' .. refresh .. ' ' .. string.format('%d', now + wait_ms + hand_over_ms))
+  local expiry = wait_ms + 2 * hand_over_ms
+  for _, key in ipairs({queue, waiters}) do
+    redis.call('PEXPIRE', key, expiry, 'NX')
+    redis.call('PEXPIRE', key, expiry, 'GT')
+  end
+  -- We wait on the list of the one ahead of us: it pushes there when it releases.
+  local rank = redis.call('ZRANK', queue, secret)
+  ahead = owner
+  if rank > 0 then ahead = redis.call('ZRANGE', queue, rank - 1, rank - 1)[1] end
+elseif queued then
+  redis.call('ZREM', queue, secret)
+  redis.call('HDEL', waiters, secret)
+end
+if read_if_busy then data = redis.call('GET', data_key) end
+local handed_by = string.match(redis.call('HGET', waiters, owner) or '', '^handed %d+ (%x+)$')
+return {0, data, owner, ahead, handed_by or false}",
+);
+
+/// KEYS: data, lock, queue, waiters, next, done. ARGV: secret, data, data
+/// TTL s, lock TTL ms. Stores and releases only while the lock holds the
+/// secret: 1 if it did, 0 if the lock was lost. The store leaves the secret in
+/// `done` for the lock's TTL, so that a repeat after a lost reply, which
+/// finds the lock gone or handed on, knows that its own write landed (equal
+/// bytes would not tell it from another holder's).
+pub(crate) static WRITE_AND_RELEASE: LuaScript = LuaScript::new(concat!(
+    release_keys_lua!(),
+    r"local data, ttl, lock_ms = ARGV[2], ARGV[3], ARGV[4]
+if redis.call('GET', lock) ~= secret then
+  if redis.call('GET', done) == secret then return 1 end
+  return 0
+end
+redis.call('SET', data_key, data, 'EX', ttl)
+redis.call('SET', done, secret, 'PX', lock_ms)
+",
+    hand_over_lua!(),
+    "return 1"
+));
+
+/// KEYS: data, lock, queue, waiters, next, done. ARGV: secret, data, data
+/// TTL s. Refreshes the TTL (allowed without the lock, as in phpredis); rewrites a
+/// vanished key and releases the lock only while it holds the secret.
+pub(crate) static TOUCH_AND_RELEASE: LuaScript = LuaScript::new(concat!(
+    release_keys_lua!(),
+    r"local data, ttl = ARGV[2], ARGV[3]
+local held = redis.call('GET', lock) == secret
+if redis.call('EXPIRE', data_key, ttl) == 0 and held then
+  redis.call('SET', data_key, data, 'EX', ttl)
+end
+if not held then return 0 end
+",
+    hand_over_lua!(),
+    "return 1"
+));
+
+/// KEYS: data, lock, queue, waiters, next, done. ARGV: secret, lock TTL ms.
+/// Deletes the data and releases the lock only while it holds the secret: 1
+/// if it did, 0 if the lock was lost (an expired lock may have gone to
+/// another holder, whose data must stay). Proves itself in `done` as a write.
+pub(crate) static DESTROY_AND_RELEASE: LuaScript = LuaScript::new(concat!(
+    release_keys_lua!(),
+    r"if redis.call('GET', lock) ~= secret then
+  if redis.call('GET', done) == secret then return 1 end
+  return 0
+end
+redis.call('DEL', data_key)
+redis.call('SET', done, secret, 'PX', ARGV[2])
+",
+    hand_over_lua!(),
+    "return 1"
+));
+
+/// KEYS: data, lock, queue, waiters, next, done. ARGV: secret. Releases the lock if
+/// ours (1); else leaves the queue, where a failed wait may have left us, and
+/// hands on a lock that was released without a hand-over (DELEX, DELIFEQ,
+/// an older release of this extension) while others wait (0).
+pub(crate) static RELEASE: LuaScript = LuaScript::new(concat!(
+    release_keys_lua!(),
+    r"local owner = redis.call('GET', lock)
+local ours = owner == secret
+if not ours then
+  redis.call('ZREM', queue, secret)
+  redis.call('HDEL', waiters, secret)
+  if owner then return 0 end
+end
+",
+    hand_over_lua!(),
+    "if ours then return 1 end
+return 0"
+));
+
+/// Every script of the protocol, for tests that check them all.
+pub(crate) const SCRIPTS: [&LuaScript; 5] = [
+    &ACQUIRE_AND_READ,
+    &WRITE_AND_RELEASE,
+    &TOUCH_AND_RELEASE,
+    &DESTROY_AND_RELEASE,
+    &RELEASE,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_script_builds_a_key_name() {
+        for script in SCRIPTS {
+            let source = script.source();
+            for derived in ["_LOCK", "_FIFO", "_WAITERS", "_WAKE", "_QUEUE", ".. '_"] {
+                assert!(!source.contains(derived), "{derived} in {source}");
+            }
+            assert!(source.contains("KEYS[2]"), "the lock key is declared");
+        }
+    }
+
+    #[test]
+    fn release_scripts_share_the_hand_over() {
+        for script in [
+            &WRITE_AND_RELEASE,
+            &TOUCH_AND_RELEASE,
+            &DESTROY_AND_RELEASE,
+            &RELEASE,
+        ] {
+            assert!(script.source().contains(hand_over_lua!()));
+        }
+    }
+}
