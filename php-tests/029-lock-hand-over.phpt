@@ -26,7 +26,7 @@ $outputs = array_map('rcs_wait', $waiters);
 echo implode(',', unserialize(substr(rcs_cmd('GET', rcs_prefix() . $sid), strlen('order|')))), "\n";
 $gap = $time('acquired', $outputs[0]) - $released;
 echo "first waiter had the lock within 250 ms of the release: ", var_export($gap < 0.25, true), "\n";
-var_dump(rcs_keys(rcs_lock_key($sid) . '*'));
+var_dump(rcs_lock_keys_left($sid));
 
 // A waiter killed in the queue is handed the lock and never claims it: the
 // next waiter gets it once the 1 s hand-over expires, not after the lock TTL.
@@ -53,7 +53,7 @@ proc_terminate($h[0], 9);
 rcs_wait($h);
 $gap = $time('acquired', rcs_wait($next)) - $t;
 echo "after a dead holder, the waiter had the lock within 3 s: ", var_export($gap < 3.0, true), "\n";
-var_dump(rcs_keys(rcs_lock_key($sid) . '*'));
+var_dump(rcs_lock_keys_left($sid));
 
 // A waiter with early_refresh gets its TTL refresh from the hand-over (it reads nothing itself).
 $sid = 'handoverrefresh' . bin2hex(random_bytes(8));
@@ -67,7 +67,7 @@ rcs_wait($h);
 echo rcs_wait($next);
 $ttl = rcs_cmd('TTL', rcs_prefix() . $sid);
 echo "TTL refreshed to the waiter's lifetime: ", var_export($ttl > 900, true), "\n";
-var_dump(rcs_keys(rcs_lock_key($sid) . '*'));
+var_dump(rcs_lock_keys_left($sid));
 ?>
 --EXPECT--
 bool(true)

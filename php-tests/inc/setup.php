@@ -162,6 +162,14 @@ function rcs_lock_key(string $sid): string {
     return '{' . rcs_prefix() . $sid . '}_LOCK';
 }
 
+/**
+ * The lock keys of $sid still there, less `_DONE`: a write's proof that it
+ * landed, which lives for the lock's TTL by design.
+ */
+function rcs_lock_keys_left(string $sid): array {
+    return array_values(array_filter(rcs_keys(rcs_lock_key($sid) . '*'), fn($key) => !str_ends_with($key, '_DONE')));
+}
+
 /** Polls $condition every 10 ms for up to $seconds; returns whether it held. */
 function rcs_wait_until(callable $condition, float $seconds = 5.0): bool {
     $deadline = microtime(true) + $seconds;
