@@ -6,6 +6,7 @@
 //   RCS_STANDALONE host:port of a plain (non-cluster) server for phpredis's `redis` handler
 //   RCS_SEEDS16  host:port,... of a 16-node cluster (optional), RCS_FPM_PORT a free port for nginx
 //   RCS_METRICS_COST  the metrics_cost example (counter updates of one request)
+//   RCS_EXT_PREVIOUS  optional: a previous release's .so, measured beside this one
 //   php -n bench/bench.php [--smoke]
 require __DIR__ . '/../php-tests/inc/resp.php';
 require __DIR__ . '/../php-tests/inc/http.php';
@@ -63,6 +64,11 @@ $contenders = [
     'files' => ['load' => [], 'nodes' => [], 'ini' => [
         'session.save_handler' => 'files', 'session.save_path' => $files_dir]],
 ];
+$locked = ['ours locked'];
+if (getenv('RCS_EXT_PREVIOUS')) {
+    $contenders['previous release locked'] = ['load' => [getenv('RCS_EXT_PREVIOUS')]] + $contenders['ours locked'];
+    $locked[] = 'previous release locked';
+}
 
 /** The command line of a worker for $contender, optionally under callgrind. */
 function worker_command(array $contender, string $mode, array $job, bool $callgrind = false): array {
@@ -153,16 +159,28 @@ function server_usec(array $nodes, array $sent, array $inner): array {
     return [$total, array_sum(array_intersect_key($calls, array_flip($sent)))];
 }
 
+/** CPU µs (user + sys, INFO cpu) the servers at $nodes have used so far. */
+function cpu_usec(array $nodes): float {
+    $total = 0.0;
+    foreach ($nodes as $addr) {
+        preg_match_all('/^used_cpu_(?:user|sys):([0-9.]+)/m', Resp::send($addr, ['INFO', 'cpu']), $m);
+        $total += array_sum(array_map('floatval', $m[1])) * 1e6;
+    }
+    return $total;
+}
+
 $table = [];
 $log = fn(string $what) => fwrite(STDERR, "bench: $what\n");
 
 // 1 + 3. Warm one-process cycles: cycles/s (median of $runs, contenders interleaved) and round trips.
 $log("one-process cycles, $runs x $cycles per contender");
-$speeds = [];
+$speeds = $cpus = [];
 for ($r = 0; $r < $runs; $r++) {
     foreach ($contenders as $who => $contender) {
         foreach ($contender['nodes'] as $addr) Resp::send($addr, ['CONFIG', 'RESETSTAT']);
+        $cpu = cpu_usec($contender['nodes']);
         $result = run($contender, 'cycles', ['sid' => new_sid(), 'kind' => 'changed', 'n' => $cycles, 'warm' => 5]);
+        if ($contender['nodes']) $cpus[$who][] = (cpu_usec($contender['nodes']) - $cpu) / ($cycles + 5);
         if ($r === $runs - 1 && isset($contender['server'])) {
             [$usec] = server_usec($contender['nodes'], ...$contender['server']);
             $table['server µs / request (commandstats)'][$who] = round($usec / ($cycles + 5), 2);
@@ -173,6 +191,7 @@ for ($r = 0; $r < $runs; $r++) {
     }
 }
 foreach ($speeds as $who => $values) $table['cycles/s, one process (median)'][$who] = round(median($values));
+foreach ($cpus as $who => $values) $table['primaries CPU µs / request (INFO cpu, median)'][$who] = round(median($values), 1);
 foreach (['unchanged' => 'unchanged (lazy_write)', 'read_and_close' => 'read_and_close'] as $kind => $label) {
     foreach (['ours locked', 'ours unlocked', 'phpredis cluster'] as $who) {
         $result = run($contenders[$who], 'cycles', ['sid' => new_sid(), 'kind' => $kind, 'n' => $cycles, 'warm' => 5]);
@@ -208,7 +227,7 @@ foreach (['local' => 'per process only', 'shared' => 'with the pool-wide shared 
 }
 
 // 4 + 5. Contention on one session; hand-over latency from two processes taking turns.
-$contended = ['ours locked', 'phpredis standalone locked', 'files', 'ours unlocked', 'phpredis cluster'];
+$contended = [...$locked, 'phpredis standalone locked', 'files', 'ours unlocked', 'phpredis cluster'];
 $log("contention: {$contention['processes']} x {$contention['increments']}, {$contention['runs']} runs");
 /** Starts $processes workers on one session together; returns [events per process, seconds, round trips, count]. */
 $contend = function (array $contender, int $processes, int $increments, int $hold_us) {
@@ -239,7 +258,7 @@ foreach ($contended as $who) {
     if ($contenders[$who]['nodes']) $table['contention: round trips / request'][$who] = round(median($trips), 2);
 }
 $log('hand-over latency: 2 processes taking turns, 2 ms hold');
-foreach (['ours locked', 'phpredis standalone locked', 'files'] as $who) {
+foreach ([...$locked, 'phpredis standalone locked', 'files'] as $who) {
     [$events] = $contend($contenders[$who], 2, $size(100, 10), 2000);
     $turns = [];
     foreach ($events as $p => $list) foreach ($list as $e) $turns[] = [$p, ...$e];

@@ -4,6 +4,8 @@
 # phpredis's standalone handler),
 # runs every scenario against every contender and prints one table.
 #   bench/run.sh [--smoke]     --smoke: tiny sizes, only proves it still runs
+# BENCH_PREVIOUS=REV also builds git revision REV (in a worktree of its own)
+# and measures it beside this build as "previous release locked".
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 cd "$ROOT"
@@ -14,6 +16,14 @@ standalone_dir="$ROOT/.cluster/standalone-$STANDALONE_PORT"
 
 [ -n "${BENCH_SKIP_SETUP:-}" ] || { "$ROOT/scripts/install-deps.sh"; "$ROOT/scripts/build.sh"; }
 cargo build --release --locked --quiet --example metrics_cost
+previous_so=
+if [ -n "${BENCH_PREVIOUS:-}" ]; then
+    previous_dir="$ROOT/target/previous-release"
+    rm -rf "$previous_dir/src" && git worktree prune
+    git worktree add --detach "$previous_dir/src" "$BENCH_PREVIOUS" >/dev/null
+    (cd "$previous_dir/src" && CARGO_TARGET_DIR="$previous_dir/target" cargo build --release --locked --quiet)
+    previous_so="$previous_dir/target/release/librediscluster_session.so"
+fi
 
 LARGE_PORT=$((BASE_PORT + 20))   # the 16-node cluster (8 primaries + 8 replicas)
 
@@ -31,6 +41,6 @@ redis-server --port "$STANDALONE_PORT" --bind 127.0.0.1 --dir "$standalone_dir" 
     --daemonize yes --pidfile "$standalone_dir/pid" --logfile "$standalone_dir/log"
 for _ in $(seq 50); do redis-cli -p "$STANDALONE_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
-RCS_EXT=$EXT_SO RCS_SEEDS=$(cluster_seeds "$BASE_PORT") RCS_SEEDS16=$(cluster_seeds "$LARGE_PORT" 16) RCS_STANDALONE=127.0.0.1:$STANDALONE_PORT RCS_FPM_PORT=$((BASE_PORT + 80)) \
+RCS_EXT=$EXT_SO RCS_EXT_PREVIOUS=$previous_so RCS_SEEDS=$(cluster_seeds "$BASE_PORT") RCS_SEEDS16=$(cluster_seeds "$LARGE_PORT" 16) RCS_STANDALONE=127.0.0.1:$STANDALONE_PORT RCS_FPM_PORT=$((BASE_PORT + 80)) \
     RCS_METRICS_COST="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/metrics_cost" \
     "$PHP" -n "$ROOT/bench/bench.php" "$@"
