@@ -4,8 +4,8 @@
 # phpredis's standalone handler),
 # runs every scenario against every contender and prints one table.
 #   bench/run.sh [--smoke]     --smoke: tiny sizes, only proves it still runs
-# BENCH_PREVIOUS=REV also builds git revision REV (in a worktree of its own)
-# and measures it beside this build as "previous release locked".
+# BENCH_PREVIOUS=REV also builds git revision REV (once, cached outside the
+# checkout) and measures it beside this build as "previous release locked".
 set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 cd "$ROOT"
@@ -17,13 +17,7 @@ standalone_dir="$ROOT/.cluster/standalone-$STANDALONE_PORT"
 [ -n "${BENCH_SKIP_SETUP:-}" ] || { "$ROOT/scripts/install-deps.sh"; "$ROOT/scripts/build.sh"; }
 cargo build --release --locked --quiet --example metrics_cost
 previous_so=
-if [ -n "${BENCH_PREVIOUS:-}" ]; then
-    previous_dir="$ROOT/target/previous-release"
-    rm -rf "$previous_dir/src" && git worktree prune
-    git worktree add --detach "$previous_dir/src" "$BENCH_PREVIOUS" >/dev/null
-    (cd "$previous_dir/src" && CARGO_TARGET_DIR="$previous_dir/target" cargo build --release --locked --quiet)
-    previous_so="$previous_dir/target/release/librediscluster_session.so"
-fi
+[ -z "${BENCH_PREVIOUS:-}" ] || previous_so=$(previous_release "$BENCH_PREVIOUS")
 
 LARGE_PORT=$((BASE_PORT + 20))   # the 16-node cluster (8 primaries + 8 replicas)
 

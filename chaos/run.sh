@@ -11,8 +11,8 @@ set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 cd "$ROOT"
 
-# The last commit before the lock keys were all declared (lock protocol v1).
-PREVIOUS_RELEASE=${PREVIOUS_RELEASE:-c49ee5f}
+# The last release before the model-checked lock protocol (issue 18).
+PREVIOUS_RELEASE=${PREVIOUS_RELEASE:-f467432}
 
 args=() flavors=() short=no
 for arg in "$@"; do
@@ -21,19 +21,6 @@ done
 [ ${#flavors[@]} -gt 0 ] || flavors=(redis valkey)
 [ -n "${CHAOS_SKIP_SETUP:-}" ] || { "$ROOT/scripts/install-deps.sh"; "$ROOT/scripts/build.sh"; }
 
-# The previous release's extension, built once per commit and machine.
-previous_release() {
-    local cache=${RCS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rediscluster_session}/release-$1
-    local so="$cache/target/release/librediscluster_session.so"
-    if [ ! -f "$so" ]; then
-        log "building the previous release $1 into $cache"
-        rm -rf "$cache/src"
-        mkdir -p "$cache"
-        git -C "$ROOT" archive --prefix=src/ "$1" | tar -x -C "$cache"
-        (cd "$cache/src" && CARGO_TARGET_DIR="$cache/target" cargo build --release --locked --quiet)
-    fi
-    echo "$so"
-}
 if [ "$short" = no ] && [ -z "${RCS_EXT_PREVIOUS:-}" ]; then
     export RCS_EXT_PREVIOUS=$(previous_release "$PREVIOUS_RELEASE")
 fi

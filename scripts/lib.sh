@@ -69,3 +69,18 @@ cluster_seeds() {
     for ((i = 0; i < nodes; i++)); do seeds+="${seeds:+,}127.0.0.1:$((base + i))"; done
     echo "$seeds"
 }
+
+# The extension as built at git commit $1, once per commit and machine, in a
+# cache outside the checkout: prints the .so's path.
+previous_release() {
+    local cache=${RCS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rediscluster_session}/release-$1
+    local so="$cache/target/release/librediscluster_session.so"
+    if [ ! -f "$so" ]; then
+        log "building the previous release $1 into $cache"
+        rm -rf "$cache/src"
+        mkdir -p "$cache"
+        git -C "$ROOT" archive --prefix=src/ "$1" | tar -x -C "$cache"
+        (cd "$cache/src" && CARGO_TARGET_DIR="$cache/target" cargo build --release --locked --quiet)
+    fi
+    echo "$so"
+}

@@ -22,7 +22,10 @@
 //! one that waited, 3 (read+queue, BLPOP, write+release).
 //!
 //! Every call is safe to repeat after a lost reply or a cluster redirect:
-//! each acquisition has a fresh random secret that the scripts recognise.
+//! each acquisition has a fresh random secret that the scripts recognise, and
+//! a write or destroy leaves it in `<lock>_DONE` as proof that it landed.
+//! The scripts are in `scripts.rs`; `model.rs` checks them and these client
+//! steps exhaustively (see there for the invariants).
 //! A script stops halfway only on a server fault (OOM, a node dying); what
 //! it wrote by then is repeated or recognised by the next call, as each
 //! script's comment says.

@@ -27,7 +27,8 @@
 //!   holds longer than the hand-over timeout + a piece (a dead handed-to
 //!   waiter), the rest of the lock's TTL + a piece (a dead holder), or a piece
 //!   (a free lock), each + 1 tick;
-//! - FIFO: a hand-over goes to the live waiter that queued first;
+//! - FIFO (before any failover, which may lose queue entries that had not
+//!   replicated): a hand-over goes to the live waiter that queued first;
 //! - declared keys: no call touches a key its client did not name;
 //! - no leftovers: every key has a TTL, and no helper key outlives its last
 //!   user by more than max(lock TTL, piece + 2 × hand-over timeout).
@@ -427,18 +428,10 @@ impl LockModel {
                     Op::Release => unreachable!(),
                 });
                 let Some(reply) = reply else { return };
-                let data_after = state.primary.get_str(&k.data).map(<[u8]>::to_vec);
-                let applied = match op {
-                    Op::Write => {
-                        data_after.as_deref() == Some(data.as_bytes()) && data_before != data_after
-                    }
-                    Op::Destroy => data_before.is_some() && data_after.is_none(),
-                    _ => false,
-                };
-                if applied {
-                    if owner_before.as_deref() == Some(held.secret().as_bytes()) {
-                        client.applied_under_lock = true;
-                    }
+                // Each script stores, touches or deletes only while the lock
+                // holds the caller's secret: then this call applied it.
+                if owner_before.as_deref() == Some(held.secret().as_bytes()) {
+                    client.applied_under_lock = true;
                     if op == Op::Write && counter(data_before.as_deref()) != client.read.unwrap() {
                         state.fail(
                             Invariant::NoLostUpdate,
@@ -450,6 +443,7 @@ impl LockModel {
                             ),
                         );
                     }
+                    // With write_replicas the WAIT behind the script holds the reply until a replica has it.
                     if op == Op::Write && self.write_replicas {
                         state.replica = state.primary.clone();
                     }
@@ -462,7 +456,7 @@ impl LockModel {
                 } else {
                     client.retried = false;
                     let acknowledged = reply == Reply::Int(1);
-                    if acknowledged && op != Op::Touch && !client.applied_under_lock {
+                    if acknowledged && !client.applied_under_lock {
                         state.fail(Invariant::Safety, format!(
                             "safety: client {c}'s {op:?} acknowledged but never applied under its lock"
                         ));
@@ -536,7 +530,8 @@ impl LockModel {
                     // A waiter whose wait ended has left the queue by deadline.
                     && waiter.deadline.is_none_or(|d| d > state.client_ms(self.tick_ms))
             });
-            if overtaken && state.clients[to].phase != Phase::Dead {
+            // A failover may lose queue entries that had not replicated yet.
+            if overtaken && state.clients[to].phase != Phase::Dead && state.failovers == 0 {
                 state.fail(
                     Invariant::Fifo,
                     format!("FIFO: the lock went to client {to} past an earlier live waiter"),
@@ -646,9 +641,14 @@ impl Model for LockModel {
     type Action = Action;
 
     fn init_states(&self) -> Vec<State> {
+        // The servers' clock starts at 1000 s: a failover may set it back.
+        let server = Server {
+            now_ms: 1_000_000,
+            ..Server::default()
+        };
         vec![State {
-            primary: Server::default(),
-            replica: Server::default(),
+            primary: server.clone(),
+            replica: server,
             ticks: 0,
             skew: 0,
             clients: vec![
@@ -926,9 +926,10 @@ mod tests {
 
     /// Three clients, one of them taking the lock twice, a crash anywhere.
     #[test]
+    #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
     fn three_clients_and_a_crash() {
         holds(
-            "3 clients, 2+1+1 acquisitions, 1 crash",
+            "3 clients, 2+1+1 acquisitions, 1 crash, 6 s",
             model(vec![2, 1, 1], 5000, 6),
         );
     }
@@ -936,10 +937,74 @@ mod tests {
     /// Long enough for the waiters' own entries to expire after a hand-over
     /// to a waiter that died (a lock TTL past the clock's end).
     #[test]
+    #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
     fn a_dead_waiter_handed_the_lock() {
         holds(
-            "3 clients, 1 acquisition each, 1 crash, 9 s",
+            "3 clients, 1 crash, 9 s, 20 s lock",
             model(vec![1, 1, 1], 20000, 9),
         );
+    }
+
+    /// Replies lost after the server applied the call, twice in a row too,
+    /// and locks that expire under their holders.
+    #[test]
+    #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
+    fn lost_replies_and_expiring_locks() {
+        let model = LockModel {
+            lost_replies: 2,
+            ..model(vec![2, 1, 1], 2000, 5)
+        };
+        holds(
+            "3 clients, 2+1+1 acquisitions, 1 crash, 2 lost replies, 2 s lock",
+            model,
+        );
+    }
+
+    /// Every way a holder lets go: write, touch, destroy, and release alone
+    /// (DELIFEQ first, as with lock_release_cmd=delifeq).
+    #[test]
+    #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
+    fn every_way_to_let_go() {
+        let mut model = LockModel {
+            ops: vec![Op::Write, Op::Touch, Op::Destroy, Op::Release],
+            crashes: 0,
+            ..model(vec![1, 1, 1], 2000, 4)
+        };
+        model.lock.release = ReleaseCommand::Delifeq;
+        holds("3 clients, 4 ways to let go, DELIFEQ, 4 s", model);
+    }
+
+    /// max_waiters = 1 with lock_failure_readonly, and a client that gives up.
+    #[test]
+    #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
+    fn a_capped_queue_and_giving_up() {
+        let mut model = model(vec![1, 1, 1], 5000, 6);
+        model.lock.max_waiters = Some(1);
+        model.lock.failure_readonly = true;
+        model.lock.retries = Some(2);
+        holds(
+            "3 clients, max_waiters 1, read-only on failure, 2 s of waiting",
+            model,
+        );
+    }
+
+    /// A failover to a replica with any prefix of the primary's history,
+    /// its clock a second ahead or behind; acknowledged writes rolled back
+    /// are counted without write_replicas and forbidden with it.
+    #[test]
+    #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
+    fn a_failover() {
+        for write_replicas in [false, true] {
+            let model = LockModel {
+                failovers: 1,
+                crashes: 0,
+                write_replicas,
+                ..model(vec![1, 1, 1], 3000, 5)
+            };
+            holds(
+                &format!("3 clients, 1 failover, write_replicas={write_replicas}"),
+                model,
+            );
+        }
     }
 }
