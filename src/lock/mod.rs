@@ -74,6 +74,9 @@ pub struct HeldLock {
     release: ReleaseCommand,
     /// The lock's TTL in ms, as the scripts take it.
     lock_ms: String,
+    /// "=" and the last writer's secret (from `<lock>_DONE`) when the data
+    /// was read, empty if unknown: the write stores only if no write came since.
+    fence: Vec<u8>,
 }
 
 impl HeldLock {
@@ -90,6 +93,13 @@ impl HeldLock {
             &next,
             &self.keys.done,
         ])
+    }
+
+    /// Remembers who wrote last when the data was read under this lock.
+    fn read_after(&mut self, writer: Option<&[u8]>) {
+        self.fence.clear();
+        self.fence.push(b'=');
+        self.fence.extend_from_slice(writer.unwrap_or_default());
     }
 
     #[cfg(test)]
@@ -214,6 +224,7 @@ impl Acquisition {
                 secret,
                 release: lock.release,
                 lock_ms: millis(lock.ttl).to_string(),
+                fence: Vec::new(),
             },
             refresh_s: refresh.map_or(0, whole_seconds).to_string(),
             max_waiters: lock.max_waiters.unwrap_or(0),
@@ -262,6 +273,7 @@ impl Acquisition {
                 &keys.waiters,
                 &self.wait_list,
                 suspect_list,
+                &keys.done,
             ],
             &[
                 self.held.secret.as_bytes(),
@@ -290,6 +302,8 @@ impl Acquisition {
         match status {
             Some(Reply::Int(1)) => {
                 self.queued = false;
+                self.held
+                    .read_after(optional_bytes(items.next())?.as_deref());
                 return Ok(Attempt::Locked(data));
             }
             Some(Reply::Int(2)) => {
@@ -319,19 +333,24 @@ impl Acquisition {
     /// The lock taken with plain commands (no script) if it is free: the
     /// data, or `None` when it is busy or the slot is moving.
     fn lock_and_read(
-        &self,
+        &mut self,
         store: &mut impl LockStore,
         ttl: Duration,
         refresh: Option<Duration>,
     ) -> Result<Option<Option<Vec<u8>>>> {
-        let keys = &self.held.keys;
-        store.lock_and_read(
-            &keys.lock,
-            self.held.secret.as_bytes(),
+        let held = &mut self.held;
+        let read = store.lock_and_read(
+            &held.keys.lock,
+            held.secret.as_bytes(),
             ttl,
-            &keys.data,
+            &held.keys.data,
             refresh,
-        )
+            &held.keys.done,
+        )?;
+        Ok(read.map(|(data, writer)| {
+            held.read_after(writer.as_deref());
+            data
+        }))
     }
 
     /// Blocks up to `timeout` for the lock to be handed to us: the data if it
@@ -359,11 +378,15 @@ impl Acquisition {
         let Some(pushed) = pushed else {
             return Ok(None);
         };
-        let (target, data) = handed_over(&pushed)?;
+        let (target, writer, data) = handed_over(&pushed)?;
         if target != self.held.secret.as_bytes() {
             return Ok(None);
         }
         self.queued = false;
+        match writer {
+            Some(writer) => self.held.read_after(Some(writer).filter(|w| !w.is_empty())),
+            None => self.held.fence.clear(),
+        }
         Ok(Some(data))
     }
 
@@ -447,17 +470,24 @@ pub fn acquire_and_read(
     Ok((outcome, waited))
 }
 
-/// A hand-over as pushed: "H<ms>:<secret>:" then "1" + data, or "0" for
-/// no session. Returns the secret it is for and the data.
-fn handed_over(pushed: &[u8]) -> Result<(&[u8], Option<Vec<u8>>)> {
-    let mut parts = pushed.splitn(3, |&byte| byte == b':');
-    let (Some([b'H', ..]), Some(target), Some(body)) = (parts.next(), parts.next(), parts.next())
-    else {
+/// The secret a hand-over is for, the last writer it names (`None` from the
+/// previous release) and the data.
+type HandOver<'a> = (&'a [u8], Option<&'a [u8]>, Option<Vec<u8>>);
+
+/// A hand-over as pushed: "F<ms>:<secret>:<last writer>:" then "1" + data,
+/// or "0" for no session; the previous release pushed "H<ms>:<secret>:" and
+/// the rest. Returns the secret it is for, the last writer (`None` from the
+/// previous release) and the data.
+fn handed_over(pushed: &[u8]) -> Result<HandOver<'_>> {
+    let fields = if pushed.first() == Some(&b'F') { 4 } else { 3 };
+    let mut parts = pushed.splitn(fields, |&byte| byte == b':');
+    let (Some([b'H' | b'F', ..]), Some(target)) = (parts.next(), parts.next()) else {
         bail!("unexpected hand-over in the lock queue");
     };
-    match body {
-        [b'1', data @ ..] => Ok((target, Some(data.to_vec()))),
-        [b'0'] => Ok((target, None)),
+    let writer = if fields == 4 { parts.next() } else { None };
+    match parts.next() {
+        Some([b'1', data @ ..]) => Ok((target, writer, Some(data.to_vec()))),
+        Some([b'0']) => Ok((target, writer, None)),
         _ => bail!("unexpected hand-over in the lock queue"),
     }
 }
@@ -516,11 +546,12 @@ pub fn save_and_release(
         Save::Touch => &TOUCH_AND_RELEASE,
     };
     let ttl = whole_seconds(ttl).to_string();
-    let args: [&[u8]; 4] = [
+    let args: [&[u8]; 5] = [
         held.secret.as_bytes(),
         data,
         ttl.as_bytes(),
         held.lock_ms.as_bytes(),
+        &held.fence,
     ];
     let ack = ack.filter(|_| matches!(save, Save::Write));
     let (ours, acked) = run_release(store, script, held, &args, ack)?;
@@ -612,22 +643,43 @@ mod tests {
 
     #[test]
     fn hand_over_elements() {
-        let parse =
-            |pushed: &[u8]| handed_over(pushed).map(|(target, data)| (target.to_vec(), data));
+        let parse = |pushed: &[u8]| {
+            handed_over(pushed)
+                .map(|(target, writer, data)| (target.to_vec(), writer.map(<[u8]>::to_vec), data))
+        };
+        let (ab, data) = (b"ab".to_vec(), Some(b"data".to_vec()));
         assert_eq!(
-            parse(b"H17:ab:1data").unwrap(),
-            (b"ab".to_vec(), Some(b"data".to_vec()))
+            parse(b"F17:ab:cd:1data").unwrap(),
+            (ab.clone(), Some(b"cd".to_vec()), data.clone())
         );
         assert_eq!(
+            parse(b"F17:ab::0").unwrap(),
+            (ab.clone(), Some(Vec::new()), None)
+        );
+        assert_eq!(
+            parse(b"F17:ab:cd:1a:b").unwrap(),
+            (ab.clone(), Some(b"cd".to_vec()), Some(b"a:b".to_vec()))
+        );
+        // The previous release's pushes: no last writer.
+        assert_eq!(parse(b"H17:ab:1data").unwrap(), (ab.clone(), None, data));
+        assert_eq!(
             parse(b"H17:ab:1a:b").unwrap(),
-            (b"ab".to_vec(), Some(b"a:b".to_vec()))
+            (ab.clone(), None, Some(b"a:b".to_vec()))
         );
         assert_eq!(
             parse(b"H17:ab:1").unwrap(),
-            (b"ab".to_vec(), Some(Vec::new()))
+            (ab.clone(), None, Some(Vec::new()))
         );
-        assert_eq!(parse(b"H17:ab:0").unwrap(), (b"ab".to_vec(), None));
-        for bad in [&b"1data"[..], b"H17", b"", b"H1:ab:2", b"X1:ab:1"] {
+        assert_eq!(parse(b"H17:ab:0").unwrap(), (ab, None, None));
+        for bad in [
+            &b"1data"[..],
+            b"H17",
+            b"",
+            b"H1:ab:2",
+            b"X1:ab:1",
+            b"F1:ab:1data",
+            b"F1:ab:cd:2",
+        ] {
             assert!(parse(bad).is_err());
         }
     }
@@ -685,7 +737,8 @@ mod tests {
             _: Duration,
             _: &[u8],
             _: Option<Duration>,
-        ) -> Result<Option<Option<Vec<u8>>>> {
+            _: &[u8],
+        ) -> Result<Option<crate::store::LockedRead>> {
             self.plain_tries += 1;
             Ok(None)
         }
@@ -696,7 +749,7 @@ mod tests {
             Ok(self
                 .hand_over
                 .take()
-                .map(|body| [format!("H5:{secret}:").as_bytes(), &body].concat()))
+                .map(|body| [format!("F5:{secret}::").as_bytes(), &body].concat()))
         }
         fn delete_if_equal(
             &mut self,
@@ -1331,6 +1384,27 @@ mod cluster_tests {
             assert!(write(&mut store, &held, b"v1"));
         }
         assert_eq!(owner(&store, &keys), None);
+        clean(&mut store, &keys);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_write_since_the_read_fences_off_a_stale_holder() {
+        let mut store = store();
+        let keys = keys("fence");
+        let stale = lock(&mut store, &keys, Duration::from_secs(30));
+        // A failover undoes the take; another holder writes meanwhile.
+        store.delete(&keys.lock).unwrap();
+        let other = lock(&mut store, &keys, Duration::from_secs(30));
+        assert!(write(&mut store, &other, b"n=1"));
+        // The lock comes back to the first holder, as a hand-over to its
+        // queue entry that the failover brought back would give it.
+        store
+            .set(&keys.lock, stale.secret.as_bytes(), Duration::from_secs(30))
+            .unwrap();
+        assert!(!write(&mut store, &stale, b"n=1 (stale)"));
+        assert_eq!(store.get(&keys.data, None).unwrap(), Some(b"n=1".to_vec()));
+        assert_eq!(owner(&store, &keys), None, "released all the same");
         clean(&mut store, &keys);
     }
 

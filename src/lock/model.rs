@@ -271,8 +271,9 @@ impl LockModel {
         let now = state.client_ms(self.tick_ms);
         let mut client = state.clients[c].clone();
         let owner_before = state.lock_owner();
-        let data_before = state.primary.get_str(&keys().data).map(<[u8]>::to_vec);
         let k = keys();
+        let data_before = state.primary.get_str(&k.data).map(<[u8]>::to_vec);
+        let done_before = state.primary.get_str(&k.done).map(<[u8]>::to_vec);
         match client.phase.clone() {
             Phase::Idle => {
                 let n = client.started;
@@ -316,6 +317,21 @@ impl LockModel {
                 let read = state
                     .primary
                     .call(&[b"GET".to_vec(), k.data.clone()], &[&k.data]);
+                let writer = match state
+                    .primary
+                    .call(&[b"GET".to_vec(), k.done.clone()], &[&k.done])
+                {
+                    Ok(Reply::Data(writer)) => Some(writer),
+                    _ => None,
+                };
+                if matches!(set, Ok(Reply::Status)) {
+                    client
+                        .acquisition
+                        .as_mut()
+                        .unwrap()
+                        .held
+                        .read_after(writer.as_deref());
+                }
                 let lock_until = state.primary.ttl_of(&k.lock).flatten();
                 if lost {
                     // The pipeline is sent again.
@@ -353,13 +369,8 @@ impl LockModel {
                     client.queued_as = Some(state.queued_count);
                     state.queued_count += 1;
                 }
-                if lost {
-                    if client.retried {
-                        client.phase = Phase::Cleanup;
-                    }
-                    client.retried = !client.retried;
-                } else {
-                    client.retried = false;
+                if delivered(&mut client, lost) {
+                    let acquisition = client.acquisition.as_mut().unwrap();
                     match acquisition.attempt_replied(reply, wait) {
                         Ok(Attempt::Locked(data)) => self.locked(&mut client, data, lock_until),
                         Ok(Attempt::Busy(_)) if queue_ms == 0 => self.finish(&mut client),
@@ -409,6 +420,7 @@ impl LockModel {
                             data.as_bytes(),
                             DATA_TTL_S.as_bytes(),
                             held.lock_ms.as_bytes(),
+                            &held.fence,
                         ],
                     ),
                     Op::Touch => self.eval(
@@ -428,9 +440,21 @@ impl LockModel {
                     Op::Release => unreachable!(),
                 });
                 let Some(reply) = reply else { return };
-                // Each script stores, touches or deletes only while the lock
-                // holds the caller's secret: then this call applied it.
-                if owner_before.as_deref() == Some(held.secret().as_bytes()) {
+                // A write or destroy applied leaves its secret in `done` (a
+                // fenced-off write does not); a touch applies while the lock
+                // holds the caller's secret.
+                let mine = Some(held.secret().as_bytes());
+                let applied = match op {
+                    Op::Touch => owner_before.as_deref() == mine,
+                    _ => done_before.as_deref() != mine && state.primary.get_str(&k.done) == mine,
+                };
+                if applied && owner_before.as_deref() != mine {
+                    state.fail(
+                        Invariant::Safety,
+                        format!("client {c}'s {op:?} applied without its lock"),
+                    );
+                }
+                if applied {
                     client.applied_under_lock = true;
                     if op == Op::Write && counter(data_before.as_deref()) != client.read.unwrap() {
                         state.fail(
@@ -448,13 +472,7 @@ impl LockModel {
                         state.replica = state.primary.clone();
                     }
                 }
-                if lost {
-                    if client.retried {
-                        client.phase = Phase::Cleanup;
-                    }
-                    client.retried = !client.retried;
-                } else {
-                    client.retried = false;
+                if delivered(&mut client, lost) {
                     let acknowledged = reply == Reply::Int(1);
                     if acknowledged && !client.applied_under_lock {
                         state.fail(Invariant::Safety, format!(
@@ -554,7 +572,11 @@ impl LockModel {
                     Invariant::NoLeftovers,
                     format!("{} has no TTL", String::from_utf8_lossy(key)),
                 )),
-                Some(at) if *key != k.data && at - state.primary.now_ms > helper_bound => {
+                // A failover's clock step back stretches every TTL by the step.
+                Some(at)
+                    if *key != k.data
+                        && at - state.primary.now_ms > helper_bound + state.skew.abs() =>
+                {
                     state.violation.get_or_insert((
                         Invariant::NoLeftovers,
                         format!(
@@ -835,6 +857,20 @@ impl Model for LockModel {
     }
 }
 
+/// Whether a call's reply arrived. A lost one is repeated once, as the
+/// cluster client does on a broken connection; a second loss fails the call.
+fn delivered(client: &mut Client, lost: bool) -> bool {
+    if !lost {
+        client.retried = false;
+        return true;
+    }
+    if client.retried {
+        client.phase = Phase::Cleanup;
+    }
+    client.retried = !client.retried;
+    false
+}
+
 /// Longer than any configuration takes: a check cut short fails.
 pub const CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 
@@ -892,10 +928,28 @@ mod tests {
             .map(|(name, path)| {
                 let states = path.into_vec();
                 let mut trace = String::new();
-                for (state, action) in &states {
-                    if let Some(action) = action {
-                        trace += &format!("t={} {:?}\n", state.ticks, action);
-                    }
+                // Each action, then what it left: the lock's owner, the data,
+                // and each client's phase (c<client>.<acquisition>).
+                for window in states.windows(2) {
+                    let ((before, action), (after, _)) = (&window[0], &window[1]);
+                    let owner = after.lock_owner().as_deref().and_then(client_of);
+                    let data = after
+                        .primary
+                        .get_str(&keys().data)
+                        .map(String::from_utf8_lossy);
+                    let phases: Vec<String> = after
+                        .clients
+                        .iter()
+                        .map(|client| format!("{:?}", client.phase))
+                        .collect();
+                    trace += &format!(
+                        "t={} {:?} -> lock {:?} data {:?} [{}]\n",
+                        before.ticks,
+                        action.as_ref().unwrap(),
+                        owner,
+                        data,
+                        phases.join(", ")
+                    );
                 }
                 trace += &format!("{name}: {:?}\n", states.last().unwrap().0.violation);
                 trace

@@ -6,11 +6,12 @@
 use crate::script::LuaScript;
 
 /// Lua shared by every script that releases a lock: KEYS data, lock, queue,
-/// waiters (as [`LockKeys`]) and `next`, the list named after the releaser's
-/// secret. Hands the lock to the longest waiter whose deadline has not
-/// passed, with that waiter's own lock TTL, and pushes it "H<ms>:<secret>:"
-/// then "1" and the data (or "0": no session) on `next`; drops waiters that
-/// are gone. The waiter's "handed" mark lives as long as the lock it got, so
+/// waiters, `next` (the list named after the releaser's secret) and done, as
+/// [`LockKeys`]. Hands the lock to the longest waiter whose deadline has not
+/// passed, with that waiter's own lock TTL, and pushes it
+/// "F<ms>:<secret>:<last writer>:" then "1" and the data (or "0": no
+/// session) on `next`; drops waiters that are gone. (The previous release
+/// pushed "H<ms>:<secret>:" without the last writer.) The waiter's "handed" mark lives as long as the lock it got, so
 /// that a waiter behind can tell a dead hand-over for the whole of that
 /// time. With nobody waiting it deletes the lock. Inline, not a
 /// function: a Lua closure made on every call costs server time.
@@ -36,7 +37,8 @@ while true do
     else
       data = redis.call('GET', data_key)
     end
-    redis.call('RPUSH', next, 'H' .. now .. ':' .. head .. ':' .. (data and ('1' .. data) or '0'))
+    local writer = redis.call('GET', done) or ''
+    redis.call('RPUSH', next, 'F' .. now .. ':' .. head .. ':' .. writer .. ':' .. (data and ('1' .. data) or '0'))
     redis.call('PEXPIRE', next, lock_ms)
     handed = true
     break
@@ -59,18 +61,18 @@ local done, secret = KEYS[6], ARGV[1]
 }
 
 /// KEYS: data, lock, queue, waiters, the list this caller waits on (named
-/// after the one ahead of it), the list the suspect's hand-over went to.
+/// after the one ahead of it), the list the suspect's hand-over went to, done.
 /// ARGV: secret, lock TTL ms, data TTL s (0: plain GET), '1' to read the data
 /// even when busy, how long the caller will wait in ms (0: it will not, leave
 /// the queue), the hand-over timeout in ms, the owner suspected of a dead
 /// hand-over (or ''), '1' if the caller queued before.
-/// Returns {1, data} when the lock is ours; {0, data-or-false, owner, the one
+/// Returns {1, data, the last writer's secret} when the lock is ours; {0, data-or-false, owner, the one
 /// ahead of us, who handed the owner the lock} when busy. Repeats are safe: a
 /// lock that already holds our secret is ours (a lost reply, or a hand-over
 /// that came after our wait ended), and queueing again keeps our place.
 pub(crate) static ACQUIRE_AND_READ: LuaScript = LuaScript::new(
     r"local data_key, lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local wait_list, suspect_list = KEYS[5], KEYS[6]
+local wait_list, suspect_list, done = KEYS[5], KEYS[6], KEYS[7]
 local secret, lock_ms, refresh = ARGV[1], ARGV[2], ARGV[3]
 local read_if_busy, wait_ms, hand_over_ms = ARGV[4] == '1', tonumber(ARGV[5]), tonumber(ARGV[6])
 local suspect, queued = ARGV[7], ARGV[8] == '1'
@@ -88,7 +90,7 @@ end
 if owner and owner ~= secret and owner == suspect
   and string.match(redis.call('HGET', waiters, suspect) or '', '^handed ') then
   local pushed = redis.call('LINDEX', suspect_list, 0)
-  local at, target = string.match(pushed or '', '^H(%d+):(%x+):')
+  local at, target = string.match(pushed or '', '^[HF](%d+):(%x+):')
   if target == suspect then
     local time = redis.call('TIME')
     if time[1] * 1000 + math.floor(time[2] / 1000) - tonumber(at) > hand_over_ms then
@@ -108,8 +110,13 @@ if not owner or owner == secret then
     redis.call('ZREM', queue, secret)
     redis.call('DEL', wait_list)
   end
-  if refresh ~= '0' then return {1, redis.call('GETEX', data_key, 'EX', refresh)} end
-  return {1, redis.call('GET', data_key)}
+  local data
+  if refresh ~= '0' then
+    data = redis.call('GETEX', data_key, 'EX', refresh)
+  else
+    data = redis.call('GET', data_key)
+  end
+  return {1, data, redis.call('GET', done)}
 end
 local data, ahead = false, false
 -- A cap on waiters: one more does not queue (one already queued keeps its place).
@@ -148,23 +155,30 @@ return {0, data, owner, ahead, handed_by or false}",
 );
 
 /// KEYS: data, lock, queue, waiters, next, done. ARGV: secret, data, data
-/// TTL s, lock TTL ms. Stores and releases only while the lock holds the
-/// secret: 1 if it did, 0 if the lock was lost. The store leaves the secret in
-/// `done` for the lock's TTL, so that a repeat after a lost reply, which
-/// finds the lock gone or handed on, knows that its own write landed (equal
-/// bytes would not tell it from another holder's).
+/// TTL s, lock TTL ms, fence. Stores and releases only while the lock holds
+/// the secret: 1 if it did, 0 if the lock was lost. The store leaves the
+/// secret in `done` for the lock's TTL, so that a repeat after a lost reply,
+/// which finds the lock gone or handed on, knows that its own write landed
+/// (equal bytes would not tell it from another holder's). A fence "=<secret>"
+/// is what `done` held when the data was read: if another write came since
+/// (a failover can hand a lock back to a holder whose take it undid), nothing
+/// is stored and the lock is released anyway. An empty fence checks nothing.
 pub(crate) static WRITE_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
-    r"local data, ttl, lock_ms = ARGV[2], ARGV[3], ARGV[4]
+    r"local data, ttl, lock_ms, fence = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 if redis.call('GET', lock) ~= secret then
   if redis.call('GET', done) == secret then return 1 end
   return 0
 end
-redis.call('SET', data_key, data, 'EX', ttl)
-redis.call('SET', done, secret, 'PX', lock_ms)
+local stale = fence ~= '' and '=' .. (redis.call('GET', done) or '') ~= fence
+if not stale then
+  redis.call('SET', data_key, data, 'EX', ttl)
+  redis.call('SET', done, secret, 'PX', lock_ms)
+end
 ",
     hand_over_lua!(),
-    "return 1"
+    "if stale then return 0 end
+return 1"
 ));
 
 /// KEYS: data, lock, queue, waiters, next, done. ARGV: secret, data, data
@@ -220,6 +234,7 @@ return 0"
 ));
 
 /// Every script of the protocol, for tests that check them all.
+#[cfg(test)]
 pub(crate) const SCRIPTS: [&LuaScript; 5] = [
     &ACQUIRE_AND_READ,
     &WRITE_AND_RELEASE,
