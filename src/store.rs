@@ -44,10 +44,6 @@ impl Reply {
     }
 }
 
-/// What a lock taken by plain commands read: the data, and the secret in
-/// `<lock>_DONE` (the last locked write's), each `None` when absent.
-pub type LockedRead = (Option<Vec<u8>>, Option<Vec<u8>>);
-
 /// Plain session data commands. Every command goes to the primary that owns
 /// the key's slot.
 pub trait SessionStore {
@@ -82,11 +78,10 @@ pub trait LockStore {
         args: &[&[u8]],
         ack: ReplicaAck,
     ) -> Result<(Reply, u32)>;
-    /// `SET lock secret NX PX ttl`, GET (GETEX with `refresh`) of `data` and
-    /// GET of `done` in one round trip: the data and the last writer's proof
-    /// when the lock was free and is now ours, `None` when it was busy or the
-    /// slot is moving (a migration may split them; the caller's next acquire
-    /// recognises the secret if the SET ran).
+    /// `SET lock secret NX PX ttl` and GET (GETEX with `refresh`) of `data`
+    /// in one round trip: the data when the lock was free and is now ours,
+    /// `None` when it was busy or the slot is moving (a migration may split
+    /// the two; the caller's next acquire recognises the secret if the SET ran).
     fn lock_and_read(
         &mut self,
         lock: &[u8],
@@ -94,8 +89,7 @@ pub trait LockStore {
         lock_ttl: Duration,
         data: &[u8],
         refresh: Option<Duration>,
-        done: &[u8],
-    ) -> Result<Option<LockedRead>>;
+    ) -> Result<Option<Option<Vec<u8>>>>;
     /// BLPOP: blocks up to `timeout` for an element on the list and returns it.
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>>;
     /// DELEX/DELIFEQ compare-and-delete, with ZCARD of `queue` in the same
@@ -441,35 +435,29 @@ impl LockStore for ClusterStore {
         lock_ttl: Duration,
         data: &[u8],
         refresh: Option<Duration>,
-        done: &[u8],
-    ) -> Result<Option<LockedRead>> {
+    ) -> Result<Option<Option<Vec<u8>>>> {
         let lock_ms = u64::try_from(lock_ttl.as_millis())
             .unwrap_or(u64::MAX)
             .max(1);
         let lock_ms = Decimal::from(lock_ms);
         let mut packed = packed(&[b"SET", lock, secret, b"NX", b"PX", lock_ms.as_bytes()]);
         pack_get(&mut packed, data, refresh);
-        pack(&mut packed, &[b"GET", done]);
         let mut replies = self
-            .send(lock, &packed, 3, Duration::ZERO, false)?
+            .send(lock, &packed, 2, Duration::ZERO, false)?
             .into_iter();
-        let (Some(set), Some(read), Some(writer)) =
-            (replies.next(), replies.next(), replies.next())
-        else {
+        let (Some(set), Some(read)) = (replies.next(), replies.next()) else {
             bail!("missing reply to SET NX and GET");
         };
-        if is_redirect(&set) || is_redirect(&read) || is_redirect(&writer) {
+        if is_redirect(&set) || is_redirect(&read) {
             return Ok(None);
         }
-        if reply(Some(set))? != Reply::Status {
-            return Ok(None);
+        let taken = reply(Some(set))? == Reply::Status;
+        match reply(Some(read))? {
+            _ if !taken => Ok(None),
+            Reply::Data(bytes) => Ok(Some(Some(bytes))),
+            Reply::Nil => Ok(Some(None)),
+            other => Err(unexpected("GET", &other)),
         }
-        let optional = |value, command| match reply(Some(value))? {
-            Reply::Data(bytes) => Ok(Some(bytes)),
-            Reply::Nil => Ok(None),
-            other => Err(unexpected(command, &other)),
-        };
-        Ok(Some((optional(read, "GET")?, optional(writer, "GET")?)))
     }
 
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>> {

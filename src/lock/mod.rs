@@ -74,9 +74,10 @@ pub struct HeldLock {
     release: ReleaseCommand,
     /// The lock's TTL in ms, as the scripts take it.
     lock_ms: String,
-    /// "=" and the last writer's secret (from `<lock>_DONE`) when the data
-    /// was read, empty if unknown: the write stores only if no write came since.
-    fence: Vec<u8>,
+    /// The last writer's secret (from `<lock>_DONE`, empty: none) when the
+    /// data was read, `None` if unknown: the write stores only if no write
+    /// came since.
+    fence: Option<Vec<u8>>,
 }
 
 impl HeldLock {
@@ -96,10 +97,8 @@ impl HeldLock {
     }
 
     /// Remembers who wrote last when the data was read under this lock.
-    fn read_after(&mut self, writer: Option<&[u8]>) {
-        self.fence.clear();
-        self.fence.push(b'=');
-        self.fence.extend_from_slice(writer.unwrap_or_default());
+    fn read_after(&mut self, writer: Option<Vec<u8>>) {
+        self.fence = Some(writer.unwrap_or_default());
     }
 
     #[cfg(test)]
@@ -224,7 +223,7 @@ impl Acquisition {
                 secret,
                 release: lock.release,
                 lock_ms: millis(lock.ttl).to_string(),
-                fence: Vec::new(),
+                fence: None,
             },
             refresh_s: refresh.map_or(0, whole_seconds).to_string(),
             max_waiters: lock.max_waiters.unwrap_or(0),
@@ -302,8 +301,7 @@ impl Acquisition {
         match status {
             Some(Reply::Int(1)) => {
                 self.queued = false;
-                self.held
-                    .read_after(optional_bytes(items.next())?.as_deref());
+                self.held.read_after(optional_bytes(items.next())?);
                 return Ok(Attempt::Locked(data));
             }
             Some(Reply::Int(2)) => {
@@ -331,26 +329,24 @@ impl Acquisition {
     }
 
     /// The lock taken with plain commands (no script) if it is free: the
-    /// data, or `None` when it is busy or the slot is moving.
+    /// data, or `None` when it is busy or the slot is moving. It needs no
+    /// fence: only a hand-over to a queue entry could give a lock this
+    /// secret again after a failover undid the take, and this acquisition
+    /// has not queued.
     fn lock_and_read(
-        &mut self,
+        &self,
         store: &mut impl LockStore,
         ttl: Duration,
         refresh: Option<Duration>,
     ) -> Result<Option<Option<Vec<u8>>>> {
-        let held = &mut self.held;
-        let read = store.lock_and_read(
-            &held.keys.lock,
-            held.secret.as_bytes(),
+        let keys = &self.held.keys;
+        store.lock_and_read(
+            &keys.lock,
+            self.held.secret.as_bytes(),
             ttl,
-            &held.keys.data,
+            &keys.data,
             refresh,
-            &held.keys.done,
-        )?;
-        Ok(read.map(|(data, writer)| {
-            held.read_after(writer.as_deref());
-            data
-        }))
+        )
     }
 
     /// Blocks up to `timeout` for the lock to be handed to us: the data if it
@@ -383,10 +379,7 @@ impl Acquisition {
             return Ok(None);
         }
         self.queued = false;
-        match writer {
-            Some(writer) => self.held.read_after(Some(writer).filter(|w| !w.is_empty())),
-            None => self.held.fence.clear(),
-        }
+        self.held.fence = writer.map(<[u8]>::to_vec);
         Ok(Some(data))
     }
 
@@ -530,6 +523,10 @@ pub enum Save {
     Touch,
 }
 
+/// The write script's fence when the last writer is unknown (a hand-over from
+/// the previous release): no secret looks like it.
+const UNKNOWN_WRITER: &[u8] = b"?";
+
 /// Saves and releases the lock in one call; false if the lock was no longer ours
 /// (then a write stored nothing). With `ack`, a write also waits, in the same
 /// round trip, for that many replicas, and fails if fewer have it in time.
@@ -551,7 +548,7 @@ pub fn save_and_release(
         data,
         ttl.as_bytes(),
         held.lock_ms.as_bytes(),
-        &held.fence,
+        held.fence.as_deref().unwrap_or(UNKNOWN_WRITER),
     ];
     let ack = ack.filter(|_| matches!(save, Save::Write));
     let (ours, acked) = run_release(store, script, held, &args, ack)?;
@@ -737,8 +734,7 @@ mod tests {
             _: Duration,
             _: &[u8],
             _: Option<Duration>,
-            _: &[u8],
-        ) -> Result<Option<crate::store::LockedRead>> {
+        ) -> Result<Option<Option<Vec<u8>>>> {
             self.plain_tries += 1;
             Ok(None)
         }

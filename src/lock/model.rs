@@ -317,21 +317,6 @@ impl LockModel {
                 let read = state
                     .primary
                     .call(&[b"GET".to_vec(), k.data.clone()], &[&k.data]);
-                let writer = match state
-                    .primary
-                    .call(&[b"GET".to_vec(), k.done.clone()], &[&k.done])
-                {
-                    Ok(Reply::Data(writer)) => Some(writer),
-                    _ => None,
-                };
-                if matches!(set, Ok(Reply::Status)) {
-                    client
-                        .acquisition
-                        .as_mut()
-                        .unwrap()
-                        .held
-                        .read_after(writer.as_deref());
-                }
                 let lock_until = state.primary.ttl_of(&k.lock).flatten();
                 if lost {
                     // The pipeline is sent again.
@@ -420,7 +405,7 @@ impl LockModel {
                             data.as_bytes(),
                             DATA_TTL_S.as_bytes(),
                             held.lock_ms.as_bytes(),
-                            &held.fence,
+                            held.fence.as_deref().unwrap_or(super::UNKNOWN_WRITER),
                         ],
                     ),
                     Op::Touch => self.eval(

@@ -159,10 +159,11 @@ return {0, data, owner, ahead, handed_by or false}",
 /// the secret: 1 if it did, 0 if the lock was lost. The store leaves the
 /// secret in `done` for the lock's TTL, so that a repeat after a lost reply,
 /// which finds the lock gone or handed on, knows that its own write landed
-/// (equal bytes would not tell it from another holder's). A fence "=<secret>"
-/// is what `done` held when the data was read: if another write came since
-/// (a failover can hand a lock back to a holder whose take it undid), nothing
-/// is stored and the lock is released anyway. An empty fence checks nothing.
+/// (equal bytes would not tell it from another holder's). The fence is what
+/// `done` held when the data was read ('' for nothing): if another write came
+/// since (a failover can hand a lock back to a holder whose take it undid),
+/// nothing is stored and the lock is released anyway. A fence of '?' (not
+/// known) checks nothing.
 pub(crate) static WRITE_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
     r"local data, ttl, lock_ms, fence = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
@@ -170,7 +171,7 @@ if redis.call('GET', lock) ~= secret then
   if redis.call('GET', done) == secret then return 1 end
   return 0
 end
-local stale = fence ~= '' and '=' .. (redis.call('GET', done) or '') ~= fence
+local stale = fence ~= '?' and (redis.call('GET', done) or '') ~= fence
 if not stale then
   redis.call('SET', data_key, data, 'EX', ttl)
   redis.call('SET', done, secret, 'PX', lock_ms)
