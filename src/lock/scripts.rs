@@ -5,6 +5,20 @@
 
 use crate::script::LuaScript;
 
+/// Lua that reads the data into `data`, with GETEX when `refresh` (a TTL in
+/// seconds, '0' for none) asks for it; `data_key` holds the key.
+macro_rules! read_data_lua {
+    () => {
+        r"local data
+if refresh ~= '0' then
+  data = redis.call('GETEX', data_key, 'EX', refresh)
+else
+  data = redis.call('GET', data_key)
+end
+"
+    };
+}
+
 /// Lua shared by every script that releases a lock: KEYS data, lock, queue,
 /// waiters, `next` (the list named after the releaser's secret) and done, as
 /// [`LockKeys`]. Hands the lock to the longest waiter whose deadline has not
@@ -17,7 +31,8 @@ use crate::script::LuaScript;
 /// function: a Lua closure made on every call costs server time.
 macro_rules! hand_over_lua {
     () => {
-        r"local handed = false
+        concat!(
+            r"local handed = false
 while true do
   local head = redis.call('ZRANGE', queue, 0, 0)[1]
   if not head then break end
@@ -31,13 +46,9 @@ while true do
     redis.call('SET', lock, head, 'PX', lock_ms)
     redis.call('HSET', waiters, head, 'handed ' .. now .. ' ' .. secret)
     redis.call('PEXPIRE', waiters, lock_ms, 'GT')
-    local data
-    if refresh ~= '0' then
-      data = redis.call('GETEX', data_key, 'EX', refresh)
-    else
-      data = redis.call('GET', data_key)
-    end
-    local writer = redis.call('GET', done) or ''
+",
+            read_data_lua!(),
+            r"    local writer = redis.call('GET', done) or ''
     redis.call('RPUSH', next, 'F' .. now .. ':' .. head .. ':' .. writer .. ':' .. (data and ('1' .. data) or '0'))
     redis.call('PEXPIRE', next, lock_ms)
     handed = true
@@ -48,6 +59,7 @@ end
 if not handed then redis.call('DEL', lock) end
 redis.call('HDEL', waiters, secret)
 "
+        )
     };
 }
 
@@ -70,7 +82,7 @@ local done, secret = KEYS[6], ARGV[1]
 /// ahead of us, who handed the owner the lock} when busy. Repeats are safe: a
 /// lock that already holds our secret is ours (a lost reply, or a hand-over
 /// that came after our wait ended), and queueing again keeps our place.
-pub(crate) static ACQUIRE_AND_READ: LuaScript = LuaScript::new(
+pub(crate) static ACQUIRE_AND_READ: LuaScript = LuaScript::new(concat!(
     r"local data_key, lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local wait_list, suspect_list, done = KEYS[5], KEYS[6], KEYS[7]
 local secret, lock_ms, refresh = ARGV[1], ARGV[2], ARGV[3]
@@ -110,13 +122,9 @@ if not owner or owner == secret then
     redis.call('ZREM', queue, secret)
     redis.call('DEL', wait_list)
   end
-  local data
-  if refresh ~= '0' then
-    data = redis.call('GETEX', data_key, 'EX', refresh)
-  else
-    data = redis.call('GET', data_key)
-  end
-  return {1, data, redis.call('GET', done)}
+",
+    read_data_lua!(),
+    r"  return {1, data, redis.call('GET', done)}
 end
 local data, ahead = false, false
 -- A cap on waiters: one more does not queue (one already queued keeps its place).
@@ -152,7 +160,7 @@ end
 if read_if_busy then data = redis.call('GET', data_key) end
 local handed_by = string.match(redis.call('HGET', waiters, owner) or '', '^handed %d+ (%x+)$')
 return {0, data, owner, ahead, handed_by or false}",
-);
+));
 
 /// KEYS: data, lock, queue, waiters, next, done. ARGV: secret, data, data
 /// TTL s, lock TTL ms, fence. Stores and releases only while the lock holds
