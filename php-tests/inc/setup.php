@@ -128,7 +128,10 @@ function rcs_spawn(string $code, array $ini = [], ?array $load = null): array {
     $script = tempnam(sys_get_temp_dir(), "rcs");
     unlink($script);
     $script .= ".php";
-    file_put_contents($script, "<?php require " . var_export(__FILE__, true) . ";\n" . $code);
+    // A declare() must stay the script's first statement.
+    $declare = preg_match('/^declare\([^)]*\);/', $code, $m) ? $m[0] : '';
+    $code = substr($code, strlen($declare));
+    file_put_contents($script, "<?php $declare require " . var_export(__FILE__, true) . ";\n" . $code);
     $cmd = rcs_php_command(rcs_session_ini($ini), $load);
     $cmd[] = $script;
     $env = ['RCS_PREFIX' => rcs_prefix()] + getenv();

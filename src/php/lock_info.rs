@@ -2,40 +2,88 @@
 //! session's lock and how many wait, for an operator looking at a stuck
 //! session. It never shows the lock's secret or the session data.
 
+use std::ffi::c_char;
+
 use anyhow::{Result, anyhow};
+use ext_php_rs::args::Arg;
 use ext_php_rs::boxed::ZBox;
 use ext_php_rs::builders::FunctionBuilder;
-use ext_php_rs::prelude::*;
-use ext_php_rs::types::ZendHashTable;
+use ext_php_rs::ffi::zend_string;
+use ext_php_rs::flags::DataType;
+use ext_php_rs::types::{ZendHashTable, Zval};
+use ext_php_rs::zend::{ExecuteData, ExecutorGlobals};
 
 use super::hooks::{queue, raise_pending};
 use super::ini::PhpIni;
 use crate::handler::{Message, SessionHandler};
 use crate::settings::{IniSource, Settings};
 
-/// `['locked' => bool, 'ttl_ms' => int, 'waiters' => int]` for the session id
-/// under the current `session.save_path` (its prefix and cluster); null
-/// with a warning when the cluster cannot tell.
-#[php_function]
-pub fn rediscluster_session_lock_info(id: String) -> Option<ZBox<ZendHashTable>> {
-    let outcome = std::panic::catch_unwind(|| lock_info(&id))
+/// The function's body: `id` as PHP's own functions take a `string`
+/// (an int, float, bool or Stringable coerced unless `strict_types`; bytes,
+/// not UTF-8 text). Returns `['locked' => bool, 'ttl_ms' => int, 'waiters' => int]`
+/// for the id under the current `session.save_path` (its prefix and cluster);
+/// null with a warning when the cluster cannot tell.
+extern "C" fn rediscluster_session_lock_info(ex: &mut ExecuteData, retval: &mut Zval) {
+    let mut id = Arg::new("id", DataType::String);
+    // A wrong argument count throws ArgumentCountError.
+    if ex.parser().arg(&mut id).parse().is_err() {
+        return;
+    }
+    let Some(zval) = id.zval() else {
+        return;
+    };
+    let zval: *mut Zval = &mut **zval;
+    let mut string: *mut zend_string = std::ptr::null_mut();
+    // SAFETY: a live argument zval; PHP converts it in place, as for its own
+    // functions, and `string` then points into it.
+    let taken = unsafe {
+        match (*zval).zend_str() {
+            Some(_) => {
+                string = (*zval).value.str_;
+                true
+            }
+            None => zend_parse_arg_str_slow(zval, &mut string, 1),
+        }
+    };
+    if !taken {
+        if !ExecutorGlobals::has_exception() {
+            // SAFETY: PHP's own message for a wrong argument type.
+            unsafe {
+                zend_argument_type_error(
+                    1,
+                    c"must be of type string, %s given".as_ptr(),
+                    zend_zval_type_name(zval),
+                );
+            }
+        }
+        return;
+    }
+    // SAFETY: the argument's string lives until the function returns.
+    let id = unsafe { string.as_ref() }.map_or(&[][..], |s| s.as_bytes());
+    let outcome = std::panic::catch_unwind(|| lock_info(id))
         .unwrap_or_else(|_| Err(anyhow!("rediscluster: internal error reading the lock")));
     match outcome {
-        Ok(table) => Some(table),
+        Ok(table) => retval.set_hashtable(table),
         Err(err) => {
+            retval.set_null();
             queue(Message::Warning(format!("{err:#}")));
             // Nothing of ours stays alive while PHP runs the error handler.
-            drop((err, id));
+            drop(err);
             raise_pending();
-            None
         }
     }
 }
 
-fn lock_info(id: &str) -> Result<ZBox<ZendHashTable>> {
+unsafe extern "C" {
+    fn zend_parse_arg_str_slow(arg: *mut Zval, dest: *mut *mut zend_string, arg_num: u32) -> bool;
+    fn zend_argument_type_error(arg_num: u32, format: *const c_char, ...);
+    fn zend_zval_type_name(arg: *const Zval) -> *const c_char;
+}
+
+fn lock_info(id: &[u8]) -> Result<ZBox<ZendHashTable>> {
     let save_path = PhpIni.string(c"session.save_path").unwrap_or_default();
     let handler = SessionHandler::open(&save_path, Settings::load(&PhpIni))?;
-    let info = handler.lock_info(id.as_bytes())?;
+    let info = handler.lock_info(id)?;
     let mut table = ZendHashTable::new();
     table.insert("locked", info.locked)?;
     table.insert("ttl_ms", info.ttl_ms)?;
@@ -43,7 +91,12 @@ fn lock_info(id: &str) -> Result<ZBox<ZendHashTable>> {
     Ok(table)
 }
 
-/// The function for the module builder (the macro's wrapper is private here).
+/// The function for the module builder.
 pub fn function() -> FunctionBuilder<'static> {
-    wrap_function!(rediscluster_session_lock_info)
+    FunctionBuilder::new(
+        "rediscluster_session_lock_info",
+        rediscluster_session_lock_info,
+    )
+    .arg(Arg::new("id", DataType::String))
+    .returns(DataType::Array, false, true)
 }
