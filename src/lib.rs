@@ -8,12 +8,13 @@
 //! its Lua scripts), `script` (running a Lua script), `compression`
 //! (phpredis's compressed formats), `handler` (one method per session hook),
 //! `store` (the storage interfaces and their cluster implementation),
-//! `cluster` (slot map, redirects and retries), `link` (one node
-//! connection), `resp` (packing commands, parsing replies) and `stats` (the
+//! `config` (how to reach a cluster), `cluster` (slot map, redirects and
+//! retries), `link` (one node connection), `resp` (packing commands, parsing replies) and `stats` (the
 //! counters behind `rediscluster_session_stats()`).
 
 pub mod cluster;
 pub mod compression;
+pub mod config;
 pub mod handler;
 pub mod keys;
 pub mod link;

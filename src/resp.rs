@@ -69,23 +69,135 @@ impl Decimal {
     }
 }
 
-pub enum Parsed {
-    /// A reply and how many bytes it took.
-    Done(Value, usize),
-    /// The reply needs at least this many bytes in all.
-    Incomplete(usize),
+/// The longest bulk string a reply may announce: the servers' default
+/// `proto-max-bulk-len` (512 MiB). The client cannot read the setting, since
+/// `CONFIG` is outside the README's least-privilege ACL.
+pub const MAX_BULK_LEN: u64 = 512 * 1024 * 1024;
+
+/// Finds where a reply ends as its bytes arrive, resuming where the last call
+/// stopped: a reply that comes in many reads costs time in proportion to its
+/// size, and nothing is allocated for what a header merely announces.
+#[derive(Default)]
+pub struct Framer {
+    /// Bytes of the reply checked so far.
+    at: usize,
+    /// Where the line search resumes, for a line not yet ended.
+    searched: usize,
+    /// Where the bulk string before `at` must end in CRLF, checked once it arrived.
+    bulk_end: Option<usize>,
+    /// Items still to come in each array opened and not yet complete.
+    open: Vec<u64>,
 }
 
-/// Parses one reply from the start of `input`.
-pub fn parse(input: &[u8]) -> RedisResult<Parsed> {
-    parse_nested(input, 0)
+impl Framer {
+    /// The length of the reply at the start of `input`, once all of it is
+    /// there; `None` while more is needed. `input` only grows between calls
+    /// until [`Self::reset`].
+    pub fn frame(&mut self, input: &[u8]) -> RedisResult<Option<usize>> {
+        loop {
+            if input.len() < self.at {
+                return Ok(None);
+            }
+            if let Some(end) = self.bulk_end.take() {
+                if &input[end..end + 2] != b"\r\n" {
+                    return Err(invalid("a bulk string without its CRLF"));
+                }
+                if self.item_done() {
+                    return Ok(Some(self.at));
+                }
+            }
+            let from = self.searched.max(self.at);
+            let Some(newline) = input[from..].iter().position(|&byte| byte == b'\n') else {
+                self.searched = input.len();
+                return Ok(None);
+            };
+            let newline = from + newline;
+            let Some(line_end) = newline
+                .checked_sub(1)
+                .filter(|&at| at > self.at && input[at] == b'\r')
+            else {
+                return Err(invalid("a line without CRLF"));
+            };
+            let line = &input[self.at + 1..line_end];
+            let kind = input[self.at];
+            self.at = newline + 1;
+            match kind {
+                b'+' | b'-' => {}
+                b':' => {
+                    number(line)?;
+                }
+                b'$' => match u64::try_from(number(line)?) {
+                    Err(_) => {}
+                    Ok(length) if length > MAX_BULK_LEN => {
+                        return Err(invalid("a bulk string longer than 512 MiB"));
+                    }
+                    Ok(length) => {
+                        let end = self.at + length as usize;
+                        self.bulk_end = Some(end);
+                        self.at = end + 2;
+                        continue;
+                    }
+                },
+                b'*' => match u64::try_from(number(line)?) {
+                    Ok(length) if length > 0 => {
+                        if self.open.len() >= MAX_DEPTH {
+                            return Err(invalid("a reply nested too deep"));
+                        }
+                        self.open.push(length);
+                        continue;
+                    }
+                    _ => {}
+                },
+                _ => return Err(invalid("a reply of an unknown type")),
+            }
+            if self.item_done() {
+                return Ok(Some(self.at));
+            }
+        }
+    }
+
+    /// Counts a complete item against the arrays it closes: whether the
+    /// whole reply is complete.
+    fn item_done(&mut self) -> bool {
+        while let Some(left) = self.open.last_mut() {
+            *left -= 1;
+            if *left > 0 {
+                return false;
+            }
+            self.open.pop();
+        }
+        true
+    }
+
+    /// Ready for the next reply.
+    pub fn reset(&mut self) {
+        self.at = 0;
+        self.searched = 0;
+        self.bulk_end = None;
+        self.open.clear();
+    }
 }
 
-fn parse_nested(input: &[u8], depth: usize) -> RedisResult<Parsed> {
-    let Some(newline) = input.iter().position(|&byte| byte == b'\n') else {
-        return Ok(Parsed::Incomplete(input.len() + 1));
-    };
-    let Some(line_end) = newline.checked_sub(1).filter(|&at| input[at] == b'\r') else {
+/// Parses the one complete reply `input` holds ([`Framer::frame`] found its end).
+pub fn parse(input: &[u8]) -> RedisResult<Value> {
+    let (value, used) = parse_nested(input, 0)?;
+    if used != input.len() {
+        return Err(invalid("bytes after the reply"));
+    }
+    Ok(value)
+}
+
+/// A reply from the start of `input`, and how many bytes it took.
+fn parse_nested(input: &[u8], depth: usize) -> RedisResult<(Value, usize)> {
+    let truncated = || invalid("a truncated reply");
+    let newline = input
+        .iter()
+        .position(|&byte| byte == b'\n')
+        .ok_or_else(truncated)?;
+    let Some(line_end) = newline
+        .checked_sub(1)
+        .filter(|&at| at > 0 && input[at] == b'\r')
+    else {
         return Err(invalid("a line without CRLF"));
     };
     let line = &input[1..line_end];
@@ -99,45 +211,37 @@ fn parse_nested(input: &[u8], depth: usize) -> RedisResult<Parsed> {
         b':' => Value::Int(number(line)?),
         b'$' => {
             let Ok(length) = usize::try_from(number(line)?) else {
-                return Ok(Parsed::Done(Value::Nil, after_line));
+                return Ok((Value::Nil, after_line));
             };
-            let end = after_line + length;
+            let end = after_line.checked_add(length).ok_or_else(truncated)?;
             if input.len() < end + 2 {
-                return Ok(Parsed::Incomplete(end + 2));
+                return Err(truncated());
             }
             if &input[end..end + 2] != b"\r\n" {
                 return Err(invalid("a bulk string without its CRLF"));
             }
-            return Ok(Parsed::Done(
-                Value::BulkString(input[after_line..end].to_vec()),
-                end + 2,
-            ));
+            return Ok((Value::BulkString(input[after_line..end].to_vec()), end + 2));
         }
         b'*' => {
             let Ok(length) = usize::try_from(number(line)?) else {
-                return Ok(Parsed::Done(Value::Nil, after_line));
+                return Ok((Value::Nil, after_line));
             };
             if depth >= MAX_DEPTH {
                 return Err(invalid("a reply nested too deep"));
             }
-            // Each element takes at least 3 bytes: a hostile length must not
-            // reserve memory before its bytes arrived.
+            // Each element takes at least 3 bytes: a length alone reserves nothing.
             let mut items = Vec::with_capacity(length.min(input.len() / 3));
             let mut at = after_line;
             for _ in 0..length {
-                match parse_nested(&input[at..], depth + 1)? {
-                    Parsed::Done(item, used) => {
-                        items.push(item);
-                        at += used;
-                    }
-                    Parsed::Incomplete(needed) => return Ok(Parsed::Incomplete(at + needed)),
-                }
+                let (item, used) = parse_nested(&input[at..], depth + 1)?;
+                items.push(item);
+                at += used;
             }
-            return Ok(Parsed::Done(Value::Array(items), at));
+            return Ok((Value::Array(items), at));
         }
         _ => return Err(invalid("a reply of an unknown type")),
     };
-    Ok(Parsed::Done(value, after_line))
+    Ok((value, after_line))
 }
 
 fn number(digits: &[u8]) -> RedisResult<i64> {

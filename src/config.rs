@@ -1,0 +1,47 @@
+//! What both the router ([`crate::cluster`]) and a node connection
+//! ([`crate::link`]) need to know of a cluster: how to reach it, and a node's
+//! address.
+
+use std::time::Duration;
+
+use crate::save_path::{Auth, SavePath, Seed, Tls};
+
+/// Everything that identifies a cluster and how to reach it; each distinct one
+/// gets its own slot map and connections.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConnectionConfig {
+    pub seeds: Vec<Seed>,
+    pub auth: Option<Auth>,
+    pub connect_timeout: Duration,
+    pub read_timeout: Duration,
+    pub tls: Option<Tls>,
+}
+
+impl From<&SavePath> for ConnectionConfig {
+    fn from(path: &SavePath) -> Self {
+        ConnectionConfig {
+            seeds: path.seeds.clone(),
+            auth: path.auth.clone(),
+            connect_timeout: path.connect_timeout,
+            read_timeout: path.read_timeout,
+            tls: path.tls.clone(),
+        }
+    }
+}
+
+/// A node's address as the slot map names it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeAddr {
+    pub host: String,
+    pub port: u16,
+}
+
+impl std::fmt::Display for NodeAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
