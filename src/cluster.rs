@@ -24,33 +24,10 @@ use std::time::{Duration, Instant};
 
 use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 
+use crate::config::{ConnectionConfig, NodeAddr};
 use crate::keys::SLOT_COUNT;
 use crate::link::Link;
-use crate::save_path::{Auth, SavePath, Seed, Tls};
 use crate::stats;
-
-/// Everything that identifies a cluster and how to reach it; each distinct one
-/// gets its own slot map and connections.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ConnectionConfig {
-    pub seeds: Vec<Seed>,
-    pub auth: Option<Auth>,
-    pub connect_timeout: Duration,
-    pub read_timeout: Duration,
-    pub tls: Option<Tls>,
-}
-
-impl From<&SavePath> for ConnectionConfig {
-    fn from(path: &SavePath) -> Self {
-        ConnectionConfig {
-            seeds: path.seeds.clone(),
-            auth: path.auth.clone(),
-            connect_timeout: path.connect_timeout,
-            read_timeout: path.read_timeout,
-            tls: path.tls.clone(),
-        }
-    }
-}
 
 /// A storm of `MOVED` (a reshard, a failover) fetches the map at most this often.
 const MAP_REFRESH_INTERVAL: Duration = Duration::from_millis(100);
@@ -69,23 +46,6 @@ const LARGE_EXCHANGE: usize = 1 << 20;
 
 /// `ASKING`, sent ahead of a request that an `ASK` redirected.
 const ASKING: &[u8] = b"*1\r\n$6\r\nASKING\r\n";
-
-/// A node's address as the slot map names it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeAddr {
-    pub host: String,
-    pub port: u16,
-}
-
-impl std::fmt::Display for NodeAddr {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.host.contains(':') {
-            write!(f, "[{}]:{}", self.host, self.port)
-        } else {
-            write!(f, "{}:{}", self.host, self.port)
-        }
-    }
-}
 
 /// Slot ranges, first and last slot, with their primary.
 type SlotMap = Vec<(u16, u16, NodeAddr)>;
@@ -180,15 +140,14 @@ impl Cluster {
         self.nodes.iter().filter(|n| n.connection.is_some()).count()
     }
 
-    /// After `fork()` the child shares the parent's sockets: forgetting them
-    /// (no `QUIT`, no `shutdown(2)`, no TLS close) leaves the parent's intact.
+    /// After `fork()` the child shares the parent's sockets: closing its
+    /// copies with `close(2)` alone (no `QUIT`, no `shutdown(2)`, no TLS
+    /// `close_notify`, which rustls never sends on drop) leaves the parent's intact.
     fn forget_if_forked(&mut self) {
         let pid = std::process::id();
         if pid != self.pid {
             for node in &mut self.nodes {
-                if let Some(connection) = node.connection.take() {
-                    connection.abandon();
-                }
+                node.connection = None;
             }
             self.pid = pid;
             stats::process_started();
@@ -261,6 +220,13 @@ impl Cluster {
             deadline,
             ..
         } = *request;
+        if Instant::now() >= deadline {
+            return Err(Failure {
+                error: out_of_time("no time left for the request"),
+                no_map: false,
+                broken: false,
+            });
+        }
         let asking = ask.is_some();
         let index = match ask {
             Some(target) => self.node_index(target),
@@ -277,7 +243,13 @@ impl Cluster {
             }
         };
         let replies = self
-            .send(index, packed, count, asking, reply_timeout, deadline)
+            .send(
+                index,
+                packed,
+                count,
+                asking,
+                within(reply_timeout, deadline),
+            )
             .map_err(|error| Failure {
                 error,
                 no_map: false,
@@ -333,15 +305,14 @@ impl Cluster {
         }
     }
 
-    /// One round trip to a node, connecting first if needed. A connection
-    /// that fails is closed, never reused: it may be out of step.
+    /// One round trip to a node by `deadline`, connecting first if needed.
+    /// A connection that fails is closed, never reused: it may be out of step.
     fn send(
         &mut self,
         index: usize,
         packed: &[u8],
         count: usize,
         asking: bool,
-        reply_timeout: Duration,
         deadline: Instant,
     ) -> RedisResult<Vec<Value>> {
         if self.nodes[index].connection.is_none() {
@@ -356,9 +327,9 @@ impl Cluster {
             let mut with_asking = Vec::with_capacity(ASKING.len() + packed.len());
             with_asking.extend_from_slice(ASKING);
             with_asking.extend_from_slice(packed);
-            connection.exchange(&with_asking, 1, count, reply_timeout)
+            connection.exchange(&with_asking, 1, count, deadline)
         } else {
-            connection.exchange(packed, 0, count, reply_timeout)
+            connection.exchange(packed, 0, count, deadline)
         };
         match &result {
             Err(_) => self.nodes[index].connection = None,
@@ -378,35 +349,27 @@ impl Cluster {
     /// A connection whose connect, TLS handshake and AUTH end by `deadline`,
     /// and at the latest after the connect timeout.
     fn connect(&self, addr: &NodeAddr, deadline: Instant) -> RedisResult<Link> {
-        let timeout = deadline
-            .saturating_duration_since(Instant::now())
-            .min(self.config.connect_timeout);
-        if timeout.is_zero() {
-            return Err(RedisError::from((
-                ErrorKind::Io,
-                "no time left to connect",
-                addr.to_string(),
-            )));
+        let deadline = within(self.config.connect_timeout, deadline);
+        if Instant::now() >= deadline {
+            return Err(out_of_time("no time left to connect"));
         }
-        Link::open(&self.config, addr, timeout)
+        Link::open(&self.config, addr, deadline)
     }
 
     /// Fetches the slot map from a node we are connected to, else from the
-    /// seeds in turn. A seed connection is kept only if the seed is a primary.
+    /// seeds in turn, each asked within what is left of `deadline`; the first
+    /// good answer ends it. A seed connection is kept only if the seed is a primary.
     fn refresh_map(&mut self, deadline: Instant) -> Result<(), Failure> {
         let mut last_error = None;
         let connected: Vec<usize> = (0..self.nodes.len())
             .filter(|&i| self.nodes[i].connection.is_some())
             .collect();
         for index in connected {
-            match self.send(
-                index,
-                CLUSTER_SLOTS,
-                1,
-                false,
-                self.config.read_timeout,
-                deadline,
-            ) {
+            if Instant::now() >= deadline {
+                break;
+            }
+            let asked_by = within(self.config.read_timeout, deadline);
+            match self.send(index, CLUSTER_SLOTS, 1, false, asked_by) {
                 Ok(mut replies) => {
                     let asked = self.nodes[index].addr.clone();
                     match parse_slots(replies.pop(), &asked) {
@@ -421,6 +384,10 @@ impl Cluster {
             }
         }
         for seed_index in self.seed_order.clone() {
+            if Instant::now() >= deadline {
+                last_error.get_or_insert_with(|| out_of_time("no time left to ask the seeds"));
+                break;
+            }
             let seed = &self.config.seeds[seed_index];
             let asked = NodeAddr {
                 host: seed.host.clone(),
@@ -439,9 +406,6 @@ impl Cluster {
                     // Tried last next time.
                     self.seed_order.retain(|&index| index != seed_index);
                     self.seed_order.push(seed_index);
-                    if Instant::now() >= deadline {
-                        break;
-                    }
                 }
             }
         }
@@ -456,19 +420,31 @@ impl Cluster {
 
     fn map_from_seed(&self, asked: &NodeAddr, deadline: Instant) -> RedisResult<(SlotMap, Link)> {
         let mut connection = self.connect(asked, deadline)?;
-        let remaining = deadline.saturating_duration_since(Instant::now());
-        let mut reply =
-            connection.exchange(CLUSTER_SLOTS, 0, 1, remaining.min(self.config.read_timeout))?;
+        let asked_by = within(self.config.read_timeout, deadline);
+        let mut reply = connection.exchange(CLUSTER_SLOTS, 0, 1, asked_by)?;
         let map = parse_slots(reply.pop(), asked)?;
         Ok((map, connection))
     }
 
+    /// Installs a fresh map. The nodes kept are its primaries, with their
+    /// connections: a worker that lives through scale-outs and replaced
+    /// nodes holds no address it no longer needs.
     fn install_map(&mut self, map: SlotMap) {
         self.slots.fill(NO_OWNER);
-        let mut owners = Vec::with_capacity(map.len());
+        let mut owners: Vec<Node> = Vec::new();
         for (start, end, addr) in map {
-            let index = self.node_index(addr);
-            owners.push(index);
+            let index = match owners.iter().position(|node| node.addr == addr) {
+                Some(index) => index,
+                None => {
+                    let connection = self
+                        .nodes
+                        .iter_mut()
+                        .find(|node| node.addr == addr)
+                        .and_then(|node| node.connection.take());
+                    owners.push(Node { addr, connection });
+                    owners.len() - 1
+                }
+            };
             let start = usize::from(start);
             let end = usize::from(end.min(SLOT_COUNT - 1));
             if start <= end {
@@ -476,13 +452,18 @@ impl Cluster {
             }
         }
         // Connections to nodes that no longer own a slot (demoted, removed) go.
-        for (index, node) in self.nodes.iter_mut().enumerate() {
-            if !owners.contains(&index) {
-                node.connection = None;
-            }
-        }
+        self.nodes = owners;
         self.refreshed = Some(Instant::now());
     }
+}
+
+/// `timeout` from now, but no later than `deadline`.
+fn within(timeout: Duration, deadline: Instant) -> Instant {
+    (Instant::now() + timeout).min(deadline)
+}
+
+fn out_of_time(what: &'static str) -> RedisError {
+    RedisError::from(std::io::Error::new(std::io::ErrorKind::TimedOut, what))
 }
 
 /// A reply that asks for another node, another try or a fresh slot map:
@@ -711,6 +692,28 @@ mod tests {
         }
         let second = timed_refresh(&mut cluster);
         assert!(second < Duration::from_millis(250), "{second:?}");
+    }
+
+    #[test]
+    fn nodes_that_left_the_map_are_forgotten() {
+        let config = ConnectionConfig::from(&crate::save_path::parse("seed[]=h:1").unwrap());
+        let mut cluster = Cluster::new(Rc::new(config));
+        let addr = |port| NodeAddr {
+            host: "10.0.0.1".into(),
+            port,
+        };
+        // Months of scale-outs, replaced nodes and redirects to nodes since gone.
+        for round in 0..100u16 {
+            cluster.node_index(addr(20000 + round));
+            cluster.install_map(vec![
+                (0, 8191, addr(7000 + round)),
+                (8192, 16383, addr(7001 + round)),
+            ]);
+        }
+        let kept: Vec<String> = cluster.nodes.iter().map(|n| n.addr.to_string()).collect();
+        assert_eq!(kept, ["10.0.0.1:7099", "10.0.0.1:7100"]);
+        assert_eq!(cluster.slots[0], 0);
+        assert_eq!(cluster.slots[16383], 1);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 
-use crate::cluster::ConnectionConfig;
+use crate::config::ConnectionConfig;
 use crate::keys;
 use crate::lock::{self, Acquired, HeldLock, Save};
 use crate::save_path;
@@ -96,11 +96,10 @@ impl SessionHandler<ClusterStore> {
             *last = Some((save_path.to_owned(), prefix.clone(), config.clone()));
             Ok((prefix, config))
         })?;
-        Ok(Self::with_store(
-            ClusterStore::new(config),
-            prefix,
-            settings,
-        ))
+        let mut store = ClusterStore::new(config);
+        // session_start()'s one budget: validate_sid or create_sid, then read.
+        store.start_budget();
+        Ok(Self::with_store(store, prefix, settings))
     }
 
     /// Whether the session's lock is held, for how much longer and how many
@@ -234,6 +233,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     /// atomically, and the lock is released in the same call: PHP always
     /// closes right after its final write.
     pub fn write(&mut self, sid: &[u8], data: &[u8]) -> Result<()> {
+        self.store.start_budget();
         self.notice_clamped_ttl();
         let key = self.key(sid)?;
         let compression = self.settings.compression;
@@ -274,6 +274,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     /// gone (only under our lock when locking is on). A held lock is released
     /// in the same call; one lost meanwhile warns as in [`Self::write`].
     pub fn update_timestamp(&mut self, sid: &[u8], data: &[u8]) -> Result<()> {
+        self.store.start_budget();
         let key = self.key(sid)?;
         let refreshed = self.settings.early_refresh && !self.key_missing;
         let compression = self.settings.compression;
@@ -325,6 +326,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
 
     /// Deletes the session, and releases our lock in the same call.
     pub fn destroy(&mut self, sid: &[u8]) -> Result<()> {
+        self.store.start_budget();
         let key = self.key(sid)?;
         match self.lock.as_ref().filter(|held| held.keys.data == key) {
             Some(held) => {
@@ -339,6 +341,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     /// Releases a lock that no write released: session_abort(),
     /// read_and_close, a write that failed in transit, a fatal error.
     pub fn close(&mut self) -> Result<()> {
+        self.store.start_budget();
         match self.lock.take() {
             Some(held) => lock::release(&mut self.store, &held).map(drop),
             None => Ok(()),

@@ -6,14 +6,15 @@
 //! between threads. They are made on first use, never at module startup,
 //! because FPM forks after startup.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, bail};
 use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
 
-use crate::cluster::{Cluster, ConnectionConfig, Request, is_redirect, is_transient};
+use crate::cluster::{Cluster, Request, is_redirect, is_transient};
+use crate::config::ConnectionConfig;
 use crate::keys::hash_slot;
 use crate::resp::{Decimal, pack, packed};
 use crate::script::LuaScript;
@@ -47,6 +48,11 @@ impl Reply {
 /// Plain session data commands. Every command goes to the primary that owns
 /// the key's slot.
 pub trait SessionStore {
+    /// Starts one time budget (connect timeout + read timeout) that every
+    /// request until the next call shares: a hook gives up within it, however
+    /// many requests, retries and nodes it takes. Time a blocking command
+    /// spent waiting on a node that answered is added to it.
+    fn start_budget(&mut self);
     /// GET, or GETEX with a new TTL when `refresh` is set.
     fn get(&mut self, key: &[u8], refresh: Option<Duration>) -> Result<Option<Vec<u8>>>;
     /// SET with EX.
@@ -114,11 +120,21 @@ thread_local! {
 
 pub struct ClusterStore {
     config: Rc<ConnectionConfig>,
+    /// The end of the budget [`SessionStore::start_budget`] started; without
+    /// one, each request has a budget of its own.
+    deadline: Cell<Option<Instant>>,
 }
 
 impl ClusterStore {
     pub fn new(config: Rc<ConnectionConfig>) -> Self {
-        ClusterStore { config }
+        ClusterStore {
+            config,
+            deadline: Cell::new(None),
+        }
+    }
+
+    fn budget(&self) -> Duration {
+        self.config.connect_timeout + self.config.read_timeout
     }
 
     /// Runs `f` on this thread's cluster for the config, made on first use.
@@ -144,9 +160,9 @@ impl ClusterStore {
     }
 
     /// One request (`count` packed commands) on the primary of `key`'s slot,
-    /// within one time budget: the connect timeout plus the read timeout, plus
-    /// `block` for a command that blocks on the server. Error replies other
-    /// than redirects come back as `Value::ServerError`.
+    /// within the hook's time budget (or one of its own), plus `block` for a
+    /// command that blocks on the server. Error replies other than redirects
+    /// come back as `Value::ServerError`.
     fn request(
         &self,
         key: &[u8],
@@ -165,25 +181,29 @@ impl ClusterStore {
         block: Duration,
         follow_redirects: bool,
     ) -> Result<Vec<Value>> {
-        let reply_timeout = self.config.read_timeout + block;
+        let started = Instant::now();
+        let budget_end = self.deadline.get();
         let request = Request {
             slot: hash_slot(key),
             packed,
             count,
-            reply_timeout,
-            deadline: Instant::now() + self.config.connect_timeout + reply_timeout,
+            reply_timeout: self.config.read_timeout + block,
+            deadline: budget_end.unwrap_or(started + self.budget()) + block,
             retry_broken: block.is_zero(),
             follow_redirects,
         };
-        self.with_cluster(|cluster| cluster.request(&request))
-            .map_err(|failure| {
-                let context = if failure.no_map {
-                    "Couldn't map cluster keyspace using any provided seed"
-                } else {
-                    "Error communicating with the Redis Cluster"
-                };
-                failed(&failure.error, context)
-            })
+        let result = self.with_cluster(|cluster| cluster.request(&request));
+        if let Some(end) = budget_end.filter(|_| result.is_ok() && !block.is_zero()) {
+            self.deadline.set(Some(end + started.elapsed().min(block)));
+        }
+        result.map_err(|failure| {
+            let context = if failure.no_map {
+                "Couldn't map cluster keyspace using any provided seed"
+            } else {
+                "Error communicating with the Redis Cluster"
+            };
+            failed(&failure.error, context)
+        })
     }
 
     /// One command on the primary of `key`'s slot; an error reply is an error.
@@ -371,6 +391,10 @@ fn set_command(key: &[u8], value: &[u8], ttl: Duration) -> Vec<u8> {
 }
 
 impl SessionStore for ClusterStore {
+    fn start_budget(&mut self) {
+        self.deadline.set(Some(Instant::now() + self.budget()));
+    }
+
     fn get(&mut self, key: &[u8], refresh: Option<Duration>) -> Result<Option<Vec<u8>>> {
         let mut command = Vec::new();
         pack_get(&mut command, key, refresh);
