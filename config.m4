@@ -24,6 +24,10 @@ if test "$PHP_REDISCLUSTER_SESSION" != "no"; then
     AC_MSG_ERROR([libclang not found: install it (Debian/Ubuntu: apt-get install libclang-dev) or set LIBCLANG_PATH])
   fi
 
+  dnl There are no C sources, so no build directory: name the one the module
+  dnl lands in, or configure runs "shtool mkdir -p" with no directory at all.
+  PHP_ADD_BUILD_DIR([modules])
+
   dnl ext-php-rs's build script needs php-config as an absolute path.
   rcs_php_config=`command -v "$PHP_PHP_CONFIG"`
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The chaos test in one command: installs what it needs, builds, and for each
-# server flavor starts a local cluster with a 1 s cluster-node-timeout, runs
+# server flavor starts a local cluster (cluster-node-timeout 1 s in the phases that fail a primary over), runs
 # chaos/chaos.php (failovers, slot migration, and in the full run a rolling
 # deploy beside the previous release) under locked session load, and stops
 # the cluster.

@@ -23,7 +23,7 @@ $grown = rss_kib() - $base;
 echo "read back ", $read >> 20, " MB; peak above the start: ", $peak - $base > 20 << 10 ? 'over 20 MB' : 'less', "\n";
 echo "after 100 small sessions: ", $grown < 4096 ? "within 4 MB of the start" : "$grown KiB more", "\n";
 PHP;
-// 20 MB each way may take seconds on a loaded server (test.sh MONITORs it): time enough.
+// 20 MB each way may take seconds on a loaded machine: time enough.
 $ini = ['session.save_path' => rcs_save_path('timeout=2&read_timeout=15&prefix=' . urlencode(rcs_prefix()))];
 foreach (['0', '1'] as $locking) {
     echo "locking=$locking\n", rcs_php($code, $ini + ['redis.session.locking_enabled' => $locking]);

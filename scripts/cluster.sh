@@ -7,6 +7,9 @@
 # Nodes use ports BASE_PORT..BASE_PORT+5 (default 7100 for redis, 7200 for valkey).
 # Data, logs and pid files live in .cluster/<flavor>-<port>; stop kills only the pids recorded there.
 # CLUSTER_TLS_DIR=dir makes a TLS-only cluster (see scripts/tls-certs.sh).
+# CLUSTER_NODE_TIMEOUT (ms, default 15000): long, so that a loaded machine, or
+# MONITOR formatting a multi-MB argument, never fails a node over by
+# accident; the chaos run asks for 1 s where it wants failovers.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -55,7 +58,10 @@ wait_until() { # seconds, description, command...
 cluster_ready() {
     local port
     for port in "${ports[@]}"; do
-        cli -p "$port" cluster info | grep -q 'cluster_state:ok' || return 1
+        # Captured first: `cli | grep -q` fails under pipefail when grep leaves early.
+        local info
+        info=$(cli -p "$port" cluster info) || return 1
+        grep -q 'cluster_state:ok' <<<"$info" || return 1
         # A replica is ready when its link is up and its primary counts it
         # online (WAIT only counts those; the two can differ for a moment).
         local replication
@@ -87,7 +93,7 @@ start_node() {
     mkdir -p "$dir/$1"
     "$SERVER_BIN" "${port_args[@]}" --bind 127.0.0.1 --dir "$dir/$1" \
         --cluster-enabled yes --cluster-config-file nodes.conf \
-        --cluster-node-timeout "${CLUSTER_NODE_TIMEOUT:-2000}" \
+        --cluster-node-timeout "${CLUSTER_NODE_TIMEOUT:-15000}" \
         --save '' --appendonly no --daemonize yes \
         --pidfile "$dir/$1/pid" --logfile "$dir/$1/log" >/dev/null
 }

@@ -14,10 +14,13 @@ phpize >/dev/null
 ./configure >configure.log || { cat configure.log; die "configure failed"; }
 # Reuse the project's cargo cache: config.m4 builds with the same PHP_CONFIG.
 CARGO_TARGET_DIR="$ROOT/target" make >make.log 2>&1 || { tail -40 make.log; die "make failed"; }
-make install INSTALL_ROOT="$work/root" >/dev/null
+CARGO_TARGET_DIR="$ROOT/target" make install INSTALL_ROOT="$work/root" >/dev/null
 so="$work/root$(php-config --extension-dir)/rediscluster_session.so"
 [ -f "$so" ] || die "make install did not install rediscluster_session.so"
-php -n -d "extension=$so" -m | grep -qx rediscluster_session || die "the installed module does not load"
+# Not `php -m | grep -q`: with pipefail, grep leaving at the first match
+# fails php's next write (SIGPIPE), which a loaded machine makes likely.
+modules=$(php -n -d "extension=$so" -m) || die "the installed module does not load"
+grep -qx rediscluster_session <<<"$modules" || die "the installed module does not load"
 log "phpize build: ok ($(du -k "$so" | cut -f1) KiB installed)"
 
 # Debian's Composer (2.5) predates the php-ext section in its schema, so it can
