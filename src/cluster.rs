@@ -135,11 +135,6 @@ impl Cluster {
         self.unsupported.push(command);
     }
 
-    /// How many node connections are open.
-    pub fn open_connections(&self) -> usize {
-        self.nodes.iter().filter(|n| n.connection.is_some()).count()
-    }
-
     /// After `fork()` the child shares the parent's sockets: closing its
     /// copies with `close(2)` alone (no `QUIT`, no `shutdown(2)`, no TLS
     /// `close_notify`, which rustls never sends on drop) leaves the parent's intact.

@@ -289,11 +289,6 @@ impl ClusterStore {
     pub fn same_cluster(&self, other: &ClusterStore) -> bool {
         Rc::ptr_eq(&self.config, &other.config) || self.config == other.config
     }
-
-    /// How many connections this thread has open to the config's cluster.
-    pub fn open_connections(&self) -> usize {
-        self.with_cluster(|cluster| cluster.open_connections())
-    }
 }
 
 /// EVAL/EVALSHA, packed.
