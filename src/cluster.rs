@@ -26,7 +26,7 @@ use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 
 use crate::config::{ConnectionConfig, NodeAddr};
 use crate::keys::SLOT_COUNT;
-use crate::link::Link;
+use crate::link::{Link, ReplyWindow};
 use crate::stats;
 
 /// A storm of `MOVED` (a reshard, a failover) fetches the map at most this often.
@@ -215,13 +215,6 @@ impl Cluster {
             deadline,
             ..
         } = *request;
-        if Instant::now() >= deadline {
-            return Err(Failure {
-                error: out_of_time("no time left for the request"),
-                no_map: false,
-                broken: false,
-            });
-        }
         let asking = ask.is_some();
         let index = match ask {
             Some(target) => self.node_index(target),
@@ -237,14 +230,16 @@ impl Cluster {
                 }
             }
         };
+        let window = ReplyWindow::new(reply_timeout, deadline);
+        if window.now >= deadline {
+            return Err(Failure {
+                error: out_of_time("no time left for the request"),
+                no_map: false,
+                broken: false,
+            });
+        }
         let replies = self
-            .send(
-                index,
-                packed,
-                count,
-                asking,
-                within(reply_timeout, deadline),
-            )
+            .send(index, packed, count, asking, window)
             .map_err(|error| Failure {
                 error,
                 no_map: false,
@@ -300,7 +295,7 @@ impl Cluster {
         }
     }
 
-    /// One round trip to a node by `deadline`, connecting first if needed.
+    /// One round trip to a node within `window`, connecting first if needed.
     /// A connection that fails is closed, never reused: it may be out of step.
     fn send(
         &mut self,
@@ -308,11 +303,12 @@ impl Cluster {
         packed: &[u8],
         count: usize,
         asking: bool,
-        deadline: Instant,
+        mut window: ReplyWindow,
     ) -> RedisResult<Vec<Value>> {
         if self.nodes[index].connection.is_none() {
-            let connection = self.connect(&self.nodes[index].addr.clone(), deadline)?;
+            let connection = self.connect(&self.nodes[index].addr.clone(), window.deadline)?;
             self.nodes[index].connection = Some(connection);
+            window = window.reopened();
         }
         let connection = self.nodes[index]
             .connection
@@ -322,9 +318,9 @@ impl Cluster {
             let mut with_asking = Vec::with_capacity(ASKING.len() + packed.len());
             with_asking.extend_from_slice(ASKING);
             with_asking.extend_from_slice(packed);
-            connection.exchange(&with_asking, 1, count, deadline)
+            connection.exchange(&with_asking, 1, count, window)
         } else {
-            connection.exchange(packed, 0, count, deadline)
+            connection.exchange(packed, 0, count, window)
         };
         match &result {
             Err(_) => self.nodes[index].connection = None,
@@ -344,8 +340,9 @@ impl Cluster {
     /// A connection whose connect, TLS handshake and AUTH end by `deadline`,
     /// and at the latest after the connect timeout.
     fn connect(&self, addr: &NodeAddr, deadline: Instant) -> RedisResult<Link> {
-        let deadline = within(self.config.connect_timeout, deadline);
-        if Instant::now() >= deadline {
+        let now = Instant::now();
+        let deadline = (now + self.config.connect_timeout).min(deadline);
+        if now >= deadline {
             return Err(out_of_time("no time left to connect"));
         }
         Link::open(&self.config, addr, deadline)
@@ -363,8 +360,8 @@ impl Cluster {
             if Instant::now() >= deadline {
                 break;
             }
-            let asked_by = within(self.config.read_timeout, deadline);
-            match self.send(index, CLUSTER_SLOTS, 1, false, asked_by) {
+            let window = ReplyWindow::new(self.config.read_timeout, deadline);
+            match self.send(index, CLUSTER_SLOTS, 1, false, window) {
                 Ok(mut replies) => {
                     let asked = self.nodes[index].addr.clone();
                     match parse_slots(replies.pop(), &asked) {
@@ -415,8 +412,8 @@ impl Cluster {
 
     fn map_from_seed(&self, asked: &NodeAddr, deadline: Instant) -> RedisResult<(SlotMap, Link)> {
         let mut connection = self.connect(asked, deadline)?;
-        let asked_by = within(self.config.read_timeout, deadline);
-        let mut reply = connection.exchange(CLUSTER_SLOTS, 0, 1, asked_by)?;
+        let window = ReplyWindow::new(self.config.read_timeout, deadline);
+        let mut reply = connection.exchange(CLUSTER_SLOTS, 0, 1, window)?;
         let map = parse_slots(reply.pop(), asked)?;
         Ok((map, connection))
     }
@@ -450,11 +447,6 @@ impl Cluster {
         self.nodes = owners;
         self.refreshed = Some(Instant::now());
     }
-}
-
-/// `timeout` from now, but no later than `deadline`.
-fn within(timeout: Duration, deadline: Instant) -> Instant {
-    (Instant::now() + timeout).min(deadline)
 }
 
 fn out_of_time(what: &'static str) -> RedisError {

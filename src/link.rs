@@ -110,6 +110,37 @@ impl Timeouts {
     }
 }
 
+/// How long an exchange may wait for its replies: `timeout` from `now`, and
+/// no later than `deadline`. It carries its clock reading, so a warm request
+/// reads the clock once before sending.
+#[derive(Clone, Copy)]
+pub struct ReplyWindow {
+    pub timeout: Duration,
+    pub deadline: Instant,
+    pub now: Instant,
+}
+
+impl ReplyWindow {
+    pub fn new(timeout: Duration, deadline: Instant) -> ReplyWindow {
+        ReplyWindow {
+            timeout,
+            deadline,
+            now: Instant::now(),
+        }
+    }
+
+    /// The same window, opening now (after a connect, say).
+    pub fn reopened(self) -> ReplyWindow {
+        ReplyWindow::new(self.timeout, self.deadline)
+    }
+
+    fn end(&self) -> Instant {
+        self.now
+            .checked_add(self.timeout)
+            .map_or(self.deadline, |end| end.min(self.deadline))
+    }
+}
+
 /// The stream seen through a deadline: every read, write and handshake step
 /// waits at most what is left of it, and a read or write that timed out
 /// early (a socket timeout set for an earlier, shorter budget) goes on.
@@ -117,6 +148,8 @@ struct Bounded<'a> {
     stream: &'a mut Stream,
     timeouts: &'a mut Timeouts,
     deadline: Instant,
+    /// A clock reading just taken, for the first operation.
+    now: Option<Instant>,
 }
 
 impl Bounded<'_> {
@@ -126,7 +159,8 @@ impl Bounded<'_> {
         mut op: impl FnMut(&mut Stream) -> io::Result<T>,
     ) -> io::Result<T> {
         loop {
-            let left = self.deadline.saturating_duration_since(Instant::now());
+            let now = self.now.take().unwrap_or_else(Instant::now);
+            let left = self.deadline.saturating_duration_since(now);
             if left.is_zero() {
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
@@ -172,7 +206,11 @@ impl Write for Bounded<'_> {
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.io((false, true), |stream| stream.flush())
+        match self.stream {
+            // A plain socket buffers nothing: no clock reading for it.
+            Stream::Plain(_) => Ok(()),
+            Stream::Tls(_) => self.io((false, true), |stream| stream.flush()),
+        }
     }
 }
 
@@ -209,6 +247,7 @@ impl Link {
             stream: &mut link.stream,
             timeouts: &mut link.timeouts,
             deadline,
+            now: None,
         }
         .handshake()?;
         if let Some(auth) = &config.auth {
@@ -217,7 +256,8 @@ impl Link {
                 Some(user) => packed(&[b"AUTH", user.as_bytes(), password]),
                 None => packed(&[b"AUTH", password]),
             };
-            let reply = link.exchange(&command, 0, 1, deadline)?;
+            let window = ReplyWindow::new(Duration::MAX, deadline);
+            let reply = link.exchange(&command, 0, 1, window)?;
             if let Some(Value::ServerError(error)) = reply.into_iter().next() {
                 let error = RedisError::from(error);
                 return Err(RedisError::from((
@@ -238,12 +278,13 @@ impl Link {
         packed: &[u8],
         skip: usize,
         count: usize,
-        deadline: Instant,
+        window: ReplyWindow,
     ) -> RedisResult<Vec<Value>> {
         let mut stream = Bounded {
             stream: &mut self.stream,
             timeouts: &mut self.timeouts,
-            deadline,
+            deadline: window.end(),
+            now: Some(window.now),
         };
         stream.write_all(packed)?;
         stream.flush()?;
@@ -292,19 +333,37 @@ struct ReplyReader {
 
 impl ReplyReader {
     fn read_reply(&mut self, stream: &mut impl Read) -> RedisResult<Value> {
-        loop {
-            let Some(length) = self.framer.frame(&self.buffer[self.start..self.end])? else {
-                self.fill(stream)?;
-                continue;
-            };
-            self.framer.reset();
-            let value = parse(&self.buffer[self.start..self.start + length])?;
-            self.start += length;
-            if self.start == self.end {
-                self.start = 0;
-                self.end = 0;
-            }
+        if self.start == self.end {
+            self.fill(stream)?;
+        }
+        // Usually the whole reply came in one read: one pass parses it.
+        if let Some((value, used)) = parse(&self.buffer[self.start..self.end])? {
+            self.consume(used);
             return Ok(value);
+        }
+        // Otherwise it is framed as the rest arrives, and parsed once complete.
+        loop {
+            self.fill(stream)?;
+            if let Some(length) = self.framer.frame(&self.buffer[self.start..self.end])? {
+                self.framer.reset();
+                let framed = &self.buffer[self.start..self.start + length];
+                let Some((value, _)) = parse(framed)? else {
+                    return Err(RedisError::from((
+                        ErrorKind::Parse,
+                        "a framed reply is incomplete",
+                    )));
+                };
+                self.consume(length);
+                return Ok(value);
+            }
+        }
+    }
+
+    fn consume(&mut self, length: usize) {
+        self.start += length;
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
         }
     }
 
@@ -671,7 +730,12 @@ mod tests {
         let deadline = Instant::now() + Duration::from_secs(5);
         let mut link = Link::open(&plain_config(), &node, deadline).unwrap();
         let replies = link
-            .exchange(b"*1\r\n$4\r\nPING\r\n", 1, 1, deadline)
+            .exchange(
+                b"*1\r\n$4\r\nPING\r\n",
+                1,
+                1,
+                ReplyWindow::new(Duration::MAX, deadline),
+            )
             .unwrap();
         assert_eq!(replies, [Value::Okay]);
     }
@@ -694,7 +758,12 @@ mod tests {
         let deadline = started + Duration::from_millis(500);
         let mut link = Link::open(&plain_config(), &node, deadline).unwrap();
         let error = link
-            .exchange(b"*1\r\n$4\r\nPING\r\n", 0, 1, deadline)
+            .exchange(
+                b"*1\r\n$4\r\nPING\r\n",
+                0,
+                1,
+                ReplyWindow::new(Duration::MAX, deadline),
+            )
             .unwrap_err();
         assert!(error.is_timeout(), "{error}");
         let elapsed = started.elapsed();

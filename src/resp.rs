@@ -178,22 +178,17 @@ impl Framer {
     }
 }
 
-/// Parses the one complete reply `input` holds ([`Framer::frame`] found its end).
-pub fn parse(input: &[u8]) -> RedisResult<Value> {
-    let (value, used) = parse_nested(input, 0)?;
-    if used != input.len() {
-        return Err(invalid("bytes after the reply"));
-    }
-    Ok(value)
+/// Parses the reply at the start of `input`: the reply and how many bytes it
+/// took, or `None` when `input` holds only part of it. A partial reply costs
+/// a pass over it: call this once per reply, then let a [`Framer`] find its end.
+pub fn parse(input: &[u8]) -> RedisResult<Option<(Value, usize)>> {
+    parse_nested(input, 0)
 }
 
-/// A reply from the start of `input`, and how many bytes it took.
-fn parse_nested(input: &[u8], depth: usize) -> RedisResult<(Value, usize)> {
-    let truncated = || invalid("a truncated reply");
-    let newline = input
-        .iter()
-        .position(|&byte| byte == b'\n')
-        .ok_or_else(truncated)?;
+fn parse_nested(input: &[u8], depth: usize) -> RedisResult<Option<(Value, usize)>> {
+    let Some(newline) = input.iter().position(|&byte| byte == b'\n') else {
+        return Ok(None);
+    };
     let Some(line_end) = newline
         .checked_sub(1)
         .filter(|&at| at > 0 && input[at] == b'\r')
@@ -210,21 +205,27 @@ fn parse_nested(input: &[u8], depth: usize) -> RedisResult<(Value, usize)> {
         b'-' => redis::parse_redis_value(&input[..after_line])?,
         b':' => Value::Int(number(line)?),
         b'$' => {
-            let Ok(length) = usize::try_from(number(line)?) else {
-                return Ok((Value::Nil, after_line));
+            let Ok(length) = u64::try_from(number(line)?) else {
+                return Ok(Some((Value::Nil, after_line)));
             };
-            let end = after_line.checked_add(length).ok_or_else(truncated)?;
+            if length > MAX_BULK_LEN {
+                return Err(invalid("a bulk string longer than 512 MiB"));
+            }
+            let end = after_line + length as usize;
             if input.len() < end + 2 {
-                return Err(truncated());
+                return Ok(None);
             }
             if &input[end..end + 2] != b"\r\n" {
                 return Err(invalid("a bulk string without its CRLF"));
             }
-            return Ok((Value::BulkString(input[after_line..end].to_vec()), end + 2));
+            return Ok(Some((
+                Value::BulkString(input[after_line..end].to_vec()),
+                end + 2,
+            )));
         }
         b'*' => {
             let Ok(length) = usize::try_from(number(line)?) else {
-                return Ok((Value::Nil, after_line));
+                return Ok(Some((Value::Nil, after_line)));
             };
             if depth >= MAX_DEPTH {
                 return Err(invalid("a reply nested too deep"));
@@ -233,15 +234,17 @@ fn parse_nested(input: &[u8], depth: usize) -> RedisResult<(Value, usize)> {
             let mut items = Vec::with_capacity(length.min(input.len() / 3));
             let mut at = after_line;
             for _ in 0..length {
-                let (item, used) = parse_nested(&input[at..], depth + 1)?;
+                let Some((item, used)) = parse_nested(&input[at..], depth + 1)? else {
+                    return Ok(None);
+                };
                 items.push(item);
                 at += used;
             }
-            return Ok((Value::Array(items), at));
+            return Ok(Some((Value::Array(items), at)));
         }
         _ => return Err(invalid("a reply of an unknown type")),
     };
-    Ok((value, after_line))
+    Ok(Some((value, after_line)))
 }
 
 fn number(digits: &[u8]) -> RedisResult<i64> {

@@ -181,19 +181,25 @@ impl ClusterStore {
         block: Duration,
         follow_redirects: bool,
     ) -> Result<Vec<Value>> {
-        let started = Instant::now();
         let budget_end = self.deadline.get();
+        // A warm request reads the clock once, in the exchange.
+        let started = (budget_end.is_none() || !block.is_zero()).then(Instant::now);
         let request = Request {
             slot: hash_slot(key),
             packed,
             count,
             reply_timeout: self.config.read_timeout + block,
-            deadline: budget_end.unwrap_or(started + self.budget()) + block,
+            deadline: budget_end
+                .unwrap_or_else(|| started.unwrap_or_else(Instant::now) + self.budget())
+                + block,
             retry_broken: block.is_zero(),
             follow_redirects,
         };
         let result = self.with_cluster(|cluster| cluster.request(&request));
-        if let Some(end) = budget_end.filter(|_| result.is_ok() && !block.is_zero()) {
+        if let (Some(end), Some(started)) = (budget_end, started)
+            && result.is_ok()
+            && !block.is_zero()
+        {
             self.deadline.set(Some(end + started.elapsed().min(block)));
         }
         result.map_err(|failure| {
