@@ -251,7 +251,10 @@ function run_phase(string $name, float $seconds, array $phase_ini, callable $eve
 $killed = null;
 $events = [
     'graceful' => function (int $slot) {
+        // A loaded machine may still be syncing the replica: CLUSTER SLOTS lists it once it is online.
+        wait_for(fn() => slot_owners($slot)[1] !== [], 30);
         [$primary, $replicas] = slot_owners($slot);
+        if ($replicas === []) throw new RuntimeException("slot $slot's primary $primary has no replica to fail over to");
         $reply = Resp::send($replicas[0], ['CLUSTER', 'FAILOVER']);
         $took = wait_for(fn() => slot_owners($slot)[0] === $replicas[0], 10);
         return ["CLUSTER FAILOVER on $replicas[0] ($reply): primary moved", $took];
