@@ -406,12 +406,13 @@ fn tls_config(tls: &Tls) -> RedisResult<Arc<rustls::ClientConfig>> {
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(config_error("no TLS version to offer"))?;
+    let algorithms = provider.signature_verification_algorithms;
     let builder = if tls.verify_peer {
         let mut roots = RootCertStore::empty();
         match &tls.cafile {
             Some(path) => {
                 for cert in CertificateDer::pem_slice_iter(&read_tls_file("cafile", path)?) {
-                    let cert = cert.map_err(|error| pem_error("cafile", path, error))?;
+                    let cert = cert.map_err(|error| tls_file_error("cafile", path, error))?;
                     roots
                         .add(cert)
                         .map_err(config_error("a cafile certificate is unusable"))?;
@@ -435,21 +436,26 @@ fn tls_config(tls: &Tls) -> RedisResult<Arc<rustls::ClientConfig>> {
         } else {
             builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(AnyName(verifier)))
+                .with_custom_certificate_verifier(Arc::new(Lenient {
+                    chain: Some(verifier),
+                    algorithms,
+                }))
         }
     } else {
-        let algorithms = provider.signature_verification_algorithms;
         builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyCertificate(algorithms)))
+            .with_custom_certificate_verifier(Arc::new(Lenient {
+                chain: None,
+                algorithms,
+            }))
     };
     let config = match &tls.client_cert {
         Some((cert, key)) => {
             let chain = CertificateDer::pem_slice_iter(&read_tls_file("local_cert", cert)?)
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(|error| pem_error("local_cert", cert, error))?;
+                .map_err(|error| tls_file_error("local_cert", cert, error))?;
             let key = PrivateKeyDer::from_pem_slice(&read_tls_file("local_pk", key)?)
-                .map_err(|error| pem_error("local_pk", key, error))?;
+                .map_err(|error| tls_file_error("local_pk", key, error))?;
             builder
                 .with_client_auth_cert(chain, key)
                 .map_err(config_error("the client certificate is unusable"))?
@@ -460,16 +466,14 @@ fn tls_config(tls: &Tls) -> RedisResult<Arc<rustls::ClientConfig>> {
 }
 
 fn read_tls_file(option: &str, path: &std::path::Path) -> RedisResult<Vec<u8>> {
-    std::fs::read(path).map_err(|err| {
-        RedisError::from((
-            ErrorKind::InvalidClientConfig,
-            "cannot read a TLS file",
-            format!("stream[{option}] {}: {err}", path.display()),
-        ))
-    })
+    std::fs::read(path).map_err(|error| tls_file_error(option, path, error))
 }
 
-fn pem_error(option: &str, path: &std::path::Path, error: impl std::fmt::Display) -> RedisError {
+fn tls_file_error(
+    option: &str,
+    path: &std::path::Path,
+    error: impl std::fmt::Display,
+) -> RedisError {
     RedisError::from((
         ErrorKind::InvalidClientConfig,
         "cannot read a TLS file",
@@ -477,11 +481,16 @@ fn pem_error(option: &str, path: &std::path::Path, error: impl std::fmt::Display
     ))
 }
 
-/// `stream[verify_peer_name]=0`: the chain is verified, the name in it is not.
+/// `stream[verify_peer]=0` (no `chain`: no certificate check at all, as
+/// phpredis) or `stream[verify_peer_name]=0` (the chain is verified, the name
+/// in it is not). Handshake signatures are always checked.
 #[derive(Debug)]
-struct AnyName(Arc<WebPkiServerVerifier>);
+struct Lenient {
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    algorithms: WebPkiSupportedAlgorithms,
+}
 
-impl ServerCertVerifier for AnyName {
+impl ServerCertVerifier for Lenient {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -490,10 +499,10 @@ impl ServerCertVerifier for AnyName {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        let verified =
-            self.0
-                .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now);
-        match verified {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(rustls::Error::InvalidCertificate(
                 rustls::CertificateError::NotValidForName
                 | rustls::CertificateError::NotValidForNameContext { .. },
@@ -508,7 +517,7 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
     }
 
     fn verify_tls13_signature(
@@ -517,50 +526,11 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
-    }
-}
-
-/// `stream[verify_peer]=0`: no certificate check at all, as phpredis.
-#[derive(Debug)]
-struct AnyCertificate(WebPkiSupportedAlgorithms);
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_schemes()
+        self.algorithms.supported_schemes()
     }
 }
 
