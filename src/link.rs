@@ -29,6 +29,10 @@ use crate::save_path::Tls;
 /// What a new connection's reply buffer starts with: a session's usual
 /// replies fit; larger ones grow it.
 const INITIAL_BUFFER: usize = 16 * 1024;
+/// A buffer that grew past this for one large reply is released once that
+/// reply is consumed: an idle php-fpm worker should not keep tens of MB per
+/// connection because one session was large.
+const KEPT_BUFFER: usize = 1024 * 1024;
 
 pub struct Link {
     stream: Stream,
@@ -364,6 +368,9 @@ impl ReplyReader {
         if self.start == self.end {
             self.start = 0;
             self.end = 0;
+            if self.buffer.len() > KEPT_BUFFER {
+                self.buffer = Vec::new();
+            }
         }
     }
 
@@ -631,6 +638,28 @@ mod tests {
         assert!(error.is_connection_dropped(), "{error}");
         assert!(
             reader.buffer.len() <= 2 * bytes.len() + INITIAL_BUFFER,
+            "{}",
+            reader.buffer.len()
+        );
+    }
+
+    #[test]
+    fn a_large_reply_leaves_no_large_buffer_behind() {
+        let big = vec![b'x'; 3 * KEPT_BUFFER];
+        let mut bytes = format!("${}\r\n", big.len()).into_bytes();
+        bytes.extend_from_slice(&big);
+        bytes.extend_from_slice(b"\r\n");
+        let mut stream = Trickle {
+            bytes: &bytes,
+            step: 64 * 1024,
+        };
+        let mut reader = ReplyReader::default();
+        assert_eq!(
+            reader.read_reply(&mut stream).unwrap(),
+            Value::BulkString(big)
+        );
+        assert!(
+            reader.buffer.len() <= KEPT_BUFFER,
             "{}",
             reader.buffer.len()
         );
