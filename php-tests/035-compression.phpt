@@ -9,19 +9,19 @@ $seeds = var_export(array_map(fn($s) => "$s[0]:$s[1]", rcs_seeds()), true);
 // read at each session_start(), so one process goes through every case.
 echo rcs_php(<<<PHP
 \$c = new RedisCluster(null, $seeds);
-\$algorithms = ['lzf' => RedisCluster::COMPRESSION_LZF, 'zstd' => RedisCluster::COMPRESSION_ZSTD,
-    'lz4' => RedisCluster::COMPRESSION_LZ4];
+\$algorithms = ['lzf' => Redis::COMPRESSION_LZF, 'zstd' => Redis::COMPRESSION_ZSTD,
+    'lz4' => Redis::COMPRESSION_LZ4];
 mt_srand(7);
 \$noise = '';
 for (\$i = 0; \$i < 3000; \$i++) \$noise .= chr(mt_rand(0, 255));
 \$payloads = ['tiny' => 1, 'repetitive' => str_repeat('user=alice;', 400), 'noise' => \$noise,
     'large' => array_fill(0, 20000, 'same text')];
-\$plain = fn() => \$c->setOption(RedisCluster::OPT_COMPRESSION, RedisCluster::COMPRESSION_NONE);
+\$plain = fn() => \$c->setOption(Redis::OPT_COMPRESSION, Redis::COMPRESSION_NONE);
 foreach (\$algorithms as \$name => \$algorithm) {
     foreach ([0, 3, 9] as \$level) {
         ini_set('redis.session.compression', \$name);
         ini_set('redis.session.compression_level', (string)\$level);
-        \$c->setOption(RedisCluster::OPT_COMPRESSION_LEVEL, \$level);
+        \$c->setOption(Redis::OPT_COMPRESSION_LEVEL, \$level);
         foreach (\$payloads as \$label => \$payload) {
             \$sid = "cmp\$name\$level\$label";
             \$key = rcs_prefix() . \$sid;
@@ -33,7 +33,7 @@ foreach (\$algorithms as \$name => \$algorithm) {
             session_write_close();
             \$plain();
             \$stored = \$c->get(\$key);
-            \$c->setOption(RedisCluster::OPT_COMPRESSION, \$algorithm);
+            \$c->setOption(Redis::OPT_COMPRESSION, \$algorithm);
             \$result = [\$c->get(\$key) === \$encoded ? 'phpredis reads ours' : 'PHPREDIS CANNOT READ OURS'];
             if (\$label !== 'large') {
                 // Beyond 64 KiB this LZF encoder and liblzf, or two zstd versions, may pick
@@ -78,8 +78,8 @@ PHP, rcs_locking(), [...PHPREDIS, rcs_ext()]);
 foreach (['0', '1'] as $locking) {
     echo rcs_php(<<<PHP
     \$c = new RedisCluster(null, $seeds);
-    \$c->setOption(RedisCluster::OPT_COMPRESSION, RedisCluster::COMPRESSION_LZ4);
-    \$c->setOption(RedisCluster::OPT_COMPRESSION_LEVEL, 3);
+    \$c->setOption(Redis::OPT_COMPRESSION, Redis::COMPRESSION_LZ4);
+    \$c->setOption(Redis::OPT_COMPRESSION_LEVEL, 3);
     \$key = rcs_prefix() . 'cmplazy$locking';
     \$c->set(\$key, 'kept|s:9:"unchanged";');
     session_id('cmplazy$locking');
@@ -88,7 +88,7 @@ foreach (['0', '1'] as $locking) {
     session_write_close();
     \$compressed = \$c->_compress('kept|s:9:"unchanged";');
     echo "lazy_write rewrite, locking $locking: ", \$c->get(\$key);
-    \$c->setOption(RedisCluster::OPT_COMPRESSION, RedisCluster::COMPRESSION_NONE);
+    \$c->setOption(Redis::OPT_COMPRESSION, Redis::COMPRESSION_NONE);
     echo \$c->get(\$key) === \$compressed ? ", stored compressed" : ", STORED PLAIN", "\\n";
     PHP, ['redis.session.compression' => 'lz4', 'redis.session.locking_enabled' => $locking], [...PHPREDIS, rcs_ext()]);
 }
@@ -104,7 +104,7 @@ for ($p = 0; $p < 4; $p++) {
 }
 $waits = array_sum(explode(' ', trim(implode('', array_map('rcs_wait', $children)))));
 echo "waited for a hand-over: ", $waits > 0 ? 'yes' : 'no', "\n";
-$data = rcs_php("\$c = new RedisCluster(null, $seeds); \$c->setOption(RedisCluster::OPT_COMPRESSION, RedisCluster::COMPRESSION_ZSTD);"
+$data = rcs_php("\$c = new RedisCluster(null, $seeds); \$c->setOption(Redis::OPT_COMPRESSION, Redis::COMPRESSION_ZSTD);"
     . " echo \$c->get(rcs_prefix() . '$sid');", [], [...PHPREDIS, rcs_ext()]);
 preg_match('/n\|i:(\d+);/', $data, $m);
 echo "4 x 50 increments, zstd, read by phpredis: ", $m[1] ?? 'unreadable', "\n";

@@ -4,7 +4,7 @@ An error handler that turns our warning into a fatal error (PHP longjmps past th
 <?php
 if (getenv('RCS_NO_FPM')) die('skip ' . getenv('RCS_NO_FPM'));
 if (!is_readable('/proc/self/status')) die('skip needs /proc');
-foreach (['php-fpm8.2', 'nginx'] as $bin) {
+foreach (['php-fpm' . PHP_MAJOR_VERSION . '.' . PHP_MINOR_VERSION, 'nginx'] as $bin) {
     if (!trim((string)shell_exec("command -v $bin || ls /usr/sbin/$bin 2>/dev/null"))) die("skip needs $bin");
 }
 ?>

@@ -8,7 +8,9 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-FPM_BIN=${FPM_BIN:-$(command -v php-fpm8.2 || command -v php-fpm || echo /usr/sbin/php-fpm8.2)}
+# Debian's php-fpm of the PHP the tests run on.
+fpm_name=php-fpm$("$PHP" -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION;')
+FPM_BIN=${FPM_BIN:-$(command -v "$fpm_name" || echo "/usr/sbin/$fpm_name")}
 NGINX_BIN=${NGINX_BIN:-$(command -v nginx || echo /usr/sbin/nginx)}
 
 start() {

@@ -2,7 +2,8 @@
 # Installs what is needed, builds, and runs every test: Rust unit tests, the
 # lock protocol's model checker, the phpize build, then the cluster tests (Rust and .phpt) against a local Redis
 # cluster and a local Valkey cluster, each started and stopped here (on Redis
-# also as the README's ACL user, and on PHP debug builds, NTS and ZTS), then a
+# also as the README's ACL user, and on PHP debug builds, NTS and ZTS), the
+# suite on Debian 13 (PHP 8.4, Redis 8.0), then a
 # short failover chaos run on both and a smoke run of the benchmark.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -114,6 +115,10 @@ for flavor in redis valkey; do
     "$ROOT/scripts/cluster.sh" stop "$flavor"
     [ "$status" -eq 0 ] || { echo "php-tests: $passed passed, $failed failed"; exit 1; }
 done
+# The whole suite again on Debian 13 (a root cached outside the checkout): PHP
+# 8.4 with its php-fpm and phpredis 6.2, against a Redis 8.0 cluster.
+run_phpt "[Debian 13] " "$ROOT/scripts/debian13.sh" run scripts/debian13-tests.sh ||
+    { echo "php-tests: $passed passed, $failed failed"; exit 1; }
 echo "php-tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
 CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" stop redis "$TLS_BASE"

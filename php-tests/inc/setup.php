@@ -38,14 +38,18 @@ function rcs_prefix(): string {
 
 /** INI for a CLI session that sends no headers. */
 function rcs_session_ini(array $extra = []): array {
-    return $extra + [
+    $ini = $extra + [
         'session.save_handler' => 'rediscluster',
         'session.save_path' => rcs_save_path('prefix=' . urlencode(rcs_prefix())),
         'session.use_cookies' => '0',
-        'session.use_only_cookies' => '0',
         'session.cache_limiter' => '',
         'session.use_strict_mode' => '0',
     ];
+    // PHP 8.4 deprecates changing it; without cookies it has nothing to do.
+    if (PHP_VERSION_ID < 80400) {
+        $ini += ['session.use_only_cookies' => '0'];
+    }
+    return $ini;
 }
 
 function rcs_use_session(array $extra = []): void {

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole .phpt suite on Debian 13: PHP 8.4 with its php-fpm and phpredis
+# 6.2, against a Redis 8.0 cluster on BASE_PORT (default 7800), and a TLS one on
+# BASE_PORT + 50 for the TLS tests. Runs inside
+# the root of scripts/debian13.sh, which shares the host's network:
+#   scripts/debian13.sh run scripts/debian13-tests.sh [BASE_PORT] [TEST...]
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+[ -f /etc/debian_version ] && [[ $(cat /etc/debian_version) == 13* ]] || die "run it through scripts/debian13.sh run"
+
+base=7800
+if [[ ${1:-} =~ ^[0-9]+$ ]]; then base=$1; shift; fi
+# Built for PHP 8.4 and Debian 13's libraries: a target directory of its own.
+export CARGO_TARGET_DIR=$ROOT/target/debian13
+"$ROOT/scripts/build.sh"
+# The TLS test's cluster beside it, with certificates of its own.
+tls_base=$((base + 50)) tls_dir=$ROOT/.cluster/tls-certs-debian13
+stop_all() {
+    "$ROOT/scripts/cluster.sh" stop redis "$base"
+    CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" stop redis "$tls_base"
+}
+trap stop_all EXIT
+"$ROOT/scripts/tls-certs.sh" "$tls_dir"
+CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" start redis "$tls_base"
+"$ROOT/scripts/cluster.sh" start redis "$base"
+RCS_TLS_DIR=$tls_dir RCS_TLS_SEEDS=$(cluster_seeds "$tls_base") "$ROOT/scripts/php-tests.sh" redis "$base" "$@"
