@@ -9,6 +9,8 @@
 //   lagging, write_replicas=1   the same with every write waiting for its replica
 //   reshard   (r1) the hot sessions' slots moved to another primary key by key,
 //             100 ms between keys, and back 7 s later
+//   atomic migration  (r3, Valkey 9) the same slots moved whole by the server
+//             (CLUSTER MIGRATESLOTS), and back 6 s later; a stall of 0.5 s at most
 //   scale-out (r2, full run) ~300k filler keys; a fourth primary with a replica
 //             is added and rebalanced onto, then emptied and removed again
 //   mixed     (m) a rolling deploy: half the workers on the previous release
@@ -37,6 +39,8 @@ $phases = [
     // (r1) The hot sessions' slots move to another primary key by key, and back 7 s later.
     'reshard' => [14, []],
 ];
+// (r3) On a server with atomic slot migration (Valkey 9), the hot slots move whole, and back.
+if (any_node(['CLUSTER', 'GETSLOTMIGRATIONS']) !== null) $phases['atomic migration'] = [12, []];
 // (r2) Scale-out and back under load: a fourth primary takes a share of ~300k keys, then gives it back.
 if (!$short) $phases['scale-out'] = [70, []];
 // (m) A rolling deploy: the previous release and this one on the same sessions.
@@ -336,6 +340,17 @@ $events['reshard'] = function (int $slot, array $slots) {
         . ' longest window ' . round(max($windows), 2) . ' s', microtime(true) - $started];
 };
 
+$events['atomic migration'] = function (int $slot, array $slots) {
+    [$from] = slot_owners($slot);
+    $to = other_primary($from);
+    $started = microtime(true);
+    $took = [migrate_slots_atomically($slots, $from, $to)];
+    usleep((int)max(0, (6 - (microtime(true) - $started)) * 1e6));
+    $took[] = migrate_slots_atomically($slots, $to, $from);
+    return [count($slots) . " slots moved $from -> $to by CLUSTER MIGRATESLOTS and back, each move done in "
+        . implode(' s and ', array_map(fn($t) => round($t, 2), $took)) . ' s', microtime(true) - $started];
+};
+
 function any_live_primary(): string {
     global $nodes;
     foreach ($nodes as $node) {
@@ -487,6 +502,34 @@ function migrate_slots(array $slots, string $from, string $to): float {
     return $window;
 }
 
+/**
+ * Moves $slots from $from to $to with Valkey 9's atomic slot migration: the
+ * source copies them whole and hands them over in one step. Returns the
+ * seconds until both nodes name $to as the owner.
+ */
+function migrate_slots_atomically(array $slots, string $from, string $to): float {
+    $ranges = [];
+    foreach ($slots as $slot) array_push($ranges, $slot, $slot);
+    $reply = Resp::send($from, ['CLUSTER', 'MIGRATESLOTS', 'SLOTSRANGE', ...$ranges, 'NODE', node_id($to)]);
+    if ($reply instanceof RespError) throw new RuntimeException("CLUSTER MIGRATESLOTS: $reply->message");
+    $owned_by_to = function () use ($slots, $from, $to) {
+        foreach ([$from, $to] as $node) {
+            foreach (Resp::send($node, ['CLUSTER', 'SLOTS']) as $range) {
+                foreach ($slots as $slot) {
+                    if ($slot >= $range[0] && $slot <= $range[1] && "{$range[2][0]}:{$range[2][1]}" !== $to) return false;
+                }
+            }
+        }
+        return true;
+    };
+    $took = wait_for($owned_by_to, 20);
+    if ($took === null) {
+        $jobs = Resp::send($from, ['CLUSTER', 'GETSLOTMIGRATIONS']);
+        throw new RuntimeException("CLUSTER MIGRATESLOTS did not finish in 20 s: " . json_encode($jobs));
+    }
+    return $took;
+}
+
 /** Starts a killed node again; seconds until it is an in-sync replica, or null. */
 function restart_node(string $addr): ?float {
     cluster_script('start-node', $addr);
@@ -580,6 +623,10 @@ foreach ($rows as $row) {
         // waits longer than lock_retries x lock_wait_time (250 x 20 ms).
         $allowed = 5.0;
     }
+    if ($row['phase'] === 'atomic migration') {
+        // The server pauses the slots' writes only for the hand-over itself.
+        $allowed = 0.5;
+    }
     if ($row['migration window s'] !== '') {
         // The target is the slot's migration window plus 0.5 s; 1 s leaves room for a noisy machine.
         $allowed = $row['migration window s'] + 1;
@@ -599,7 +646,7 @@ foreach ($rows as $row) {
 }
 $by_phase = array_column($rows, null, 'phase');
 if (($by_phase['graceful']['lost acked'] ?? 0)) $broken[] = 'graceful failover lost acknowledged updates';
-foreach (['reshard', 'scale-out', 'mixed'] as $phase) {
+foreach (['reshard', 'atomic migration', 'scale-out', 'mixed'] as $phase) {
     if (isset($by_phase[$phase]) && $by_phase[$phase]['lost acked']) $broken[] = "$phase lost acknowledged updates";
 }
 if (($by_phase['lagging, write_replicas=1']['lost acked'] ?? 0)) $broken[] = 'write_replicas=1 lost acknowledged updates';

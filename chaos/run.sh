@@ -4,7 +4,7 @@
 # chaos/chaos.php (failovers, slot migration, and in the full run a rolling
 # deploy beside the previous release) under locked session load, and stops
 # the cluster.
-#   chaos/run.sh [--short] [--only=PHASE,...] [redis] [valkey]     (default: both, full length)
+#   chaos/run.sh [--short] [--only=PHASE,...] [redis] [valkey] [valkey9]   (default: all three, full length)
 # The full run builds the previous release (PREVIOUS_RELEASE, a commit) once
 # into a cache outside the checkout, for the rolling-deploy phase.
 set -euo pipefail
@@ -18,7 +18,7 @@ args=() flavors=() short=no
 for arg in "$@"; do
     case "$arg" in --short) short=yes; args+=("$arg") ;; --*) args+=("$arg") ;; *) flavors+=("$arg") ;; esac
 done
-[ ${#flavors[@]} -gt 0 ] || flavors=(redis valkey)
+[ ${#flavors[@]} -gt 0 ] || flavors=(redis valkey valkey9)
 [ -n "${CHAOS_SKIP_SETUP:-}" ] || { "$ROOT/scripts/install-deps.sh"; "$ROOT/scripts/build.sh"; }
 
 if [ "$short" = no ] && [ -z "${RCS_EXT_PREVIOUS:-}" ]; then

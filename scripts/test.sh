@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds, and runs every test: Rust unit tests, the
 # lock protocol's model checker, the phpize build, then the cluster tests (Rust and .phpt) against a local Redis
-# cluster and a local Valkey cluster, each started and stopped here (on Redis
+# cluster, a Valkey 8.1 and a Valkey 9.1 one, each started and stopped here (on Redis
 # also as the README's ACL user, and on PHP debug builds, NTS and ZTS), the
 # suite on Debian 13 (PHP 8.4, Redis 8.0), then a
 # short failover chaos run on both and a smoke run of the benchmark.
@@ -34,6 +34,7 @@ stop_all() {
     "$ROOT/scripts/cluster.sh" stop redis
     "$ROOT/scripts/cluster.sh" stop redis 7400
     "$ROOT/scripts/cluster.sh" stop valkey
+    "$ROOT/scripts/cluster.sh" stop valkey9
     CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" stop redis "$TLS_BASE"
 }
 trap stop_all EXIT
@@ -57,7 +58,7 @@ run_phpt() {
     tally "$out"
     return "$status"
 }
-for flavor in redis valkey; do
+for flavor in redis valkey valkey9; do
     # The TLS test runs once, with the Redis flavor.
     if [ "$flavor" = redis ]; then
         export RCS_TLS_SEEDS=$(cluster_seeds "$TLS_BASE")
@@ -125,7 +126,7 @@ CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" stop redis "$TLS_BASE"
 
 # The failover chaos test, short: fails on a crash, a hang, a silent failure,
 # an acknowledged update lost in a graceful failover or a lock past its TTL.
-CHAOS_SKIP_SETUP=1 "$ROOT/chaos/run.sh" --short redis valkey
+CHAOS_SKIP_SETUP=1 "$ROOT/chaos/run.sh" --short redis valkey valkey9
 
 # The benchmark at tiny sizes, so it keeps working; it asserts nothing about speed.
 BENCH_SKIP_SETUP=1 "$ROOT/bench/run.sh" --smoke

@@ -100,6 +100,22 @@ function rcs_primaries(): array {
     return array_values(array_filter($addrs, fn($addr) => Resp::send($addr, ['ROLE'])[0] === 'master'));
 }
 
+/** Whether the cluster's servers have $command: COMMAND INFO answers nil for one they lack. */
+function rcs_server_has(string $command): bool {
+    return rcs_cmd('COMMAND', 'INFO', $command)[0] !== null;
+}
+
+/** Calls of $command (lower case, as INFO commandstats names it) so far on every primary. */
+function rcs_command_calls(string $command): int {
+    $calls = 0;
+    foreach (rcs_primaries() as $addr) {
+        if (preg_match('/^cmdstat_' . preg_quote($command, '/') . ':calls=(\d+)/m', Resp::send($addr, ['INFO', 'commandstats']), $m)) {
+            $calls += (int)$m[1];
+        }
+    }
+    return $calls;
+}
+
 // ---- Child PHP processes ----
 
 /**
