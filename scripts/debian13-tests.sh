@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The whole .phpt suite on Debian 13: PHP 8.4 with its php-fpm and phpredis
-# 6.2, against a Redis 8.0 cluster on BASE_PORT (default 7800), and a TLS one on
-# BASE_PORT + 50 for the TLS tests. Runs inside
-# the root of scripts/debian13.sh, which shares the host's network:
+# The Rust cluster tests and the whole .phpt suite on Debian 13 (PHP 8.4 with
+# its php-fpm and phpredis 6.2) against a Redis 8.0 cluster on BASE_PORT
+# (default 7800), a TLS one on BASE_PORT + 50 for the TLS tests, then the ACL
+# user's tests. Runs inside the root of scripts/debian13.sh, which shares the
+# host's network:
 #   scripts/debian13.sh run scripts/debian13-tests.sh [BASE_PORT] [TEST...]
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -23,4 +24,12 @@ trap stop_all EXIT
 "$ROOT/scripts/tls-certs.sh" "$tls_dir"
 CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" start redis "$tls_base"
 "$ROOT/scripts/cluster.sh" start redis "$base"
+# The Rust cluster tests first: what Redis 8.0 answers where the router sorts replies.
+RCS_SEEDS=$(cluster_seeds "$base") RCS_SERVER_BIN=$(command -v redis-server) \
+    cargo test --locked -- --ignored --skip lock::model --test-threads=1
 RCS_TLS_DIR=$tls_dir RCS_TLS_SEEDS=$(cluster_seeds "$tls_base") "$ROOT/scripts/php-tests.sh" redis "$base" "$@"
+# Then the ACL user's tests, as on the other servers.
+if [ $# -eq 0 ]; then
+    mapfile -t acl <<<"$(acl_tests)"
+    RCS_ACL_USER=rcs_sessions RCS_ACL_PASS=$(acl_user redis "$base") "$ROOT/scripts/php-tests.sh" redis "$base" "${acl[@]}"
+fi

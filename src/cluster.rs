@@ -592,6 +592,9 @@ pub fn is_transient(err: &RedisError) -> bool {
 }
 
 #[cfg(test)]
+mod server_replies;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

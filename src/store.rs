@@ -582,6 +582,46 @@ pub(crate) mod cluster_tests {
         }
     }
 
+    /// Direct connections to the nodes, replicas included.
+    pub(crate) fn node(addr: &str) -> redis::Connection {
+        redis::Client::open(format!("redis://{addr}"))
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+
+    /// The primary and the first replica (if listed) of `key`'s slot.
+    pub(crate) fn owners(key: &[u8]) -> (String, String) {
+        let seed = std::env::var("RCS_SEEDS").unwrap();
+        let mut any = node(seed.split(',').next().unwrap());
+        let slot = crate::keys::hash_slot(key);
+        let ranges: Vec<redis::Value> = cmd("CLUSTER").arg("SLOTS").query(&mut any).unwrap();
+        for range in ranges {
+            let redis::Value::Array(items) = range else {
+                continue;
+            };
+            let int = |v: &redis::Value| match v {
+                redis::Value::Int(n) => *n,
+                _ => -1,
+            };
+            if (int(&items[0])..=int(&items[1])).contains(&i64::from(slot)) {
+                let addr = |v: &redis::Value| match v {
+                    redis::Value::Array(node) => match (&node[0], &node[1]) {
+                        (redis::Value::BulkString(host), redis::Value::Int(port)) => {
+                            format!("{}:{port}", String::from_utf8_lossy(host))
+                        }
+                        _ => panic!("node {node:?}"),
+                    },
+                    _ => panic!("node {v:?}"),
+                };
+                // Just after a failover the old primary may not be listed as a replica yet.
+                let replica = items.get(3).map(addr).unwrap_or_default();
+                return (addr(&items[2]), replica);
+            }
+        }
+        panic!("slot {slot} has no owner");
+    }
+
     fn keyslot(store: &ClusterStore, key: &[u8]) -> u16 {
         // CLUSTER KEYSLOT is answered by any node; route it by the key.
         u16::try_from(int(store, key, cmd("CLUSTER").arg("KEYSLOT").arg(key))).unwrap()

@@ -44,6 +44,8 @@ use crate::store::{LockStore, Reply, whole_seconds};
 mod model;
 mod scripts;
 
+#[cfg(test)]
+pub(crate) use scripts::SCRIPTS;
 use scripts::{
     ACQUIRE_AND_READ, DESTROY_AND_RELEASE, RELEASE, TOUCH_AND_RELEASE, WRITE_AND_RELEASE,
 };
@@ -862,7 +864,7 @@ mod tests {
 #[cfg(test)]
 mod cluster_tests {
     use super::*;
-    use crate::store::cluster_tests::{int, store};
+    use crate::store::cluster_tests::{int, node, owners, store};
     use crate::store::{ClusterStore, SessionStore};
     use redis::cmd;
 
@@ -1106,46 +1108,6 @@ mod cluster_tests {
         );
         release(&mut store, &second.into_held()).unwrap();
         clean(&mut store, &keys);
-    }
-
-    /// Direct connections to the nodes, replicas included.
-    fn node(addr: &str) -> redis::Connection {
-        redis::Client::open(format!("redis://{addr}"))
-            .unwrap()
-            .get_connection()
-            .unwrap()
-    }
-
-    /// The primary and the first replica (if listed) of `key`'s slot.
-    fn owners(key: &[u8]) -> (String, String) {
-        let seed = std::env::var("RCS_SEEDS").unwrap();
-        let mut any = node(seed.split(',').next().unwrap());
-        let slot = crate::keys::hash_slot(key);
-        let ranges: Vec<redis::Value> = cmd("CLUSTER").arg("SLOTS").query(&mut any).unwrap();
-        for range in ranges {
-            let redis::Value::Array(items) = range else {
-                continue;
-            };
-            let int = |v: &redis::Value| match v {
-                redis::Value::Int(n) => *n,
-                _ => -1,
-            };
-            if (int(&items[0])..=int(&items[1])).contains(&i64::from(slot)) {
-                let addr = |v: &redis::Value| match v {
-                    redis::Value::Array(node) => match (&node[0], &node[1]) {
-                        (redis::Value::BulkString(host), redis::Value::Int(port)) => {
-                            format!("{}:{port}", String::from_utf8_lossy(host))
-                        }
-                        _ => panic!("node {node:?}"),
-                    },
-                    _ => panic!("node {v:?}"),
-                };
-                // Just after a failover the old primary may not be listed as a replica yet.
-                let replica = items.get(3).map(addr).unwrap_or_default();
-                return (addr(&items[2]), replica);
-            }
-        }
-        panic!("slot {slot} has no owner");
     }
 
     fn info(addr: &str) -> String {
