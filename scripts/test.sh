@@ -9,16 +9,28 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
+# Each stage's start, with the time the run has taken so far.
+stage() { log "$* (at $((SECONDS / 60)) min $((SECONDS % 60)) s)"; }
+
 "$ROOT/scripts/install-deps.sh"
 "$ROOT/scripts/build.sh"
+# The lock protocol's model checker (every configuration to the end, minutes
+# each) and the property tests again with a million cases each (save_path
+# parser, key and lock-key rules) keep one core busy for minutes: they run
+# beside the cluster tests, in a target directory of their own so that
+# neither waits for cargo's lock, and the run waits for them at the end.
+checks_log=$(mktemp)
+setsid bash -c 'export CARGO_TARGET_DIR=target/exhaustive
+    cargo test --release --locked lock::model -- --ignored --nocapture --test-threads=1 &&
+    PROPTEST_CASES=1000000 cargo test --release --locked fuzz' >"$checks_log" 2>&1 &
+checks_pid=$!
+trap 'kill -- "-$checks_pid" 2>/dev/null || true' EXIT
 # PHP debug builds, NTS and ZTS, cached outside the checkout (built once per machine).
+stage "PHP debug builds"
 builds=$("$ROOT/scripts/php-builds.sh")
 mapfile -t php_builds <<<"$builds"
+stage "unit tests"
 cargo test --locked
-# The lock protocol's model checker, every configuration to the end (minutes each in release).
-cargo test --release --locked lock::model -- --ignored --nocapture --test-threads=1
-# The property tests again, a million cases each: save_path parser, key and lock-key rules.
-PROPTEST_CASES=1000000 cargo test --release --locked fuzz
 # A build with panic = "abort" is refused: every FFI entry point relies on catching panics.
 if out=$(cargo check --locked --lib --target-dir target/panic-abort-check --config 'profile.dev.panic="abort"' 2>&1); then
     die "a panic = \"abort\" build was not refused"
@@ -31,6 +43,7 @@ grep -q 'needs panic = "unwind"' <<<"$out" || die "panic = \"abort\" build faile
 TLS_BASE=7600
 tls_dir="$ROOT/.cluster/tls-certs"
 stop_all() {
+    kill -- "-$checks_pid" 2>/dev/null || true
     "$ROOT/scripts/cluster.sh" stop redis
     "$ROOT/scripts/cluster.sh" stop redis 7400
     "$ROOT/scripts/cluster.sh" stop valkey
@@ -59,6 +72,7 @@ run_phpt() {
     return "$status"
 }
 for flavor in redis valkey valkey9; do
+    stage "$flavor cluster"
     # The TLS test runs once, with the Redis flavor.
     if [ "$flavor" = redis ]; then
         export RCS_TLS_SEEDS=$(cluster_seeds "$TLS_BASE")
@@ -115,6 +129,7 @@ for flavor in redis valkey valkey9; do
     "$ROOT/scripts/cluster.sh" stop "$flavor"
     [ "$status" -eq 0 ] || { echo "php-tests: $passed passed, $failed failed"; exit 1; }
 done
+stage "Debian 13"
 # The whole suite again on Debian 13 (a root cached outside the checkout): PHP
 # 8.4 with its php-fpm and phpredis 6.2, against a Redis 8.0 cluster.
 run_phpt "[Debian 13] " "$ROOT/scripts/debian13.sh" run scripts/debian13-tests.sh ||
@@ -123,9 +138,19 @@ echo "php-tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
 CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" stop redis "$TLS_BASE"
 
+stage "chaos"
 # The failover chaos test, short: fails on a crash, a hang, a silent failure,
 # an acknowledged update lost in a graceful failover or a lock past its TTL.
 CHAOS_SKIP_SETUP=1 "$ROOT/chaos/run.sh" --short redis valkey valkey9
 
+stage "benchmark smoke run"
 # The benchmark at tiny sizes, so it keeps working; it asserts nothing about speed.
 BENCH_SKIP_SETUP=1 "$ROOT/bench/run.sh" --smoke
+
+stage "waiting for the model checker and the property tests"
+checks_status=0
+wait "$checks_pid" || checks_status=$?
+cat "$checks_log"
+rm -f "$checks_log"
+[ "$checks_status" -eq 0 ] || die "the model checker or the property tests failed"
+stage "done"

@@ -168,7 +168,10 @@ fn a_keyless_write_on_a_replica_is_readonly_and_recovered_from() {
         if !replica.is_empty() {
             break replica;
         }
-        assert!(started.elapsed() < Duration::from_secs(30), "{key}: no replica");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{key}: no replica"
+        );
         sleep(Duration::from_millis(50));
     };
     let mut at_replica = Raw::to(&replica);
@@ -179,7 +182,10 @@ fn a_keyless_write_on_a_replica_is_readonly_and_recovered_from() {
     let reply = at_replica.call(&["FUNCTION", "DELETE", "rcs_no_such_library"]);
     assert!(is_redirect(&reply), "{reply:?}");
     let readonly = error(&reply);
-    assert_eq!(readonly.kind(), ErrorKind::Server(ServerErrorKind::ReadOnly));
+    assert_eq!(
+        readonly.kind(),
+        ErrorKind::Server(ServerErrorKind::ReadOnly)
+    );
     assert!(is_transient(&readonly));
 }
 
@@ -214,9 +220,7 @@ fn cluster_slots_and_cluster_shards_agree() {
     let slots = parse_slots(Some(Raw::to(seed).call(&["CLUSTER", "SLOTS"])), &asked).unwrap();
     let mut from_slots = vec![String::new(); 16384];
     for (start, end, owner) in slots {
-        for slot in start..=end {
-            from_slots[usize::from(slot)] = owner.to_string();
-        }
+        from_slots[usize::from(start)..=usize::from(end)].fill(owner.to_string());
     }
     let Value::Array(shards) = Raw::to(seed).call(&["CLUSTER", "SHARDS"]) else {
         panic!("CLUSTER SHARDS is not an array");
@@ -263,9 +267,7 @@ fn cluster_slots_and_cluster_shards_agree() {
                 Value::Int(n) => usize::try_from(*n).unwrap(),
                 other => panic!("{other:?}"),
             };
-            for slot in bound(&pair[0])..=bound(&pair[1]) {
-                from_shards[slot] = addr.clone();
-            }
+            from_shards[bound(&pair[0])..=bound(&pair[1])].fill(addr.clone());
         }
     }
     assert!(from_slots.iter().all(|owner| !owner.is_empty()));
@@ -310,7 +312,10 @@ impl OwnNode {
         let addr = format!("127.0.0.1:{port}");
         let started = Instant::now();
         while TcpStream::connect(&addr).is_err() {
-            assert!(started.elapsed() < Duration::from_secs(10), "{server} did not start");
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{server} did not start"
+            );
             sleep(Duration::from_millis(20));
         }
         OwnNode { child, addr, dir }
@@ -372,7 +377,10 @@ fn cluster_down_and_loading_are_waited_out() {
     let reply = raw.call(&["GET", "k0-0"]);
     assert!(is_redirect(&reply), "{reply:?}");
     let error = error(&reply);
-    assert_eq!(error.kind(), ErrorKind::Server(ServerErrorKind::BusyLoading));
+    assert_eq!(
+        error.kind(),
+        ErrorKind::Server(ServerErrorKind::BusyLoading)
+    );
     assert!(is_transient(&error));
 }
 
