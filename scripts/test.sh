@@ -14,17 +14,37 @@ stage() { log "$* (at $((SECONDS / 60)) min $((SECONDS % 60)) s)"; }
 
 "$ROOT/scripts/install-deps.sh"
 "$ROOT/scripts/build.sh"
+# Jobs that run beside the others: `background NAME COMMAND...` starts one in
+# a session of its own (so that it can be ended whole), `finish NAME` waits
+# for it and returns its status, its output in ${bg_log[NAME]}.
+declare -A bg_pid bg_log
+background() {
+    local name=$1
+    shift
+    bg_log[$name]=$(mktemp)
+    setsid "$@" >"${bg_log[$name]}" 2>&1 &
+    bg_pid[$name]=$!
+}
+finish() {
+    local status=0
+    wait "${bg_pid[$1]}" || status=$?
+    unset "bg_pid[$1]"
+    return "$status"
+}
+stop_background() {
+    local pid
+    for pid in "${bg_pid[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
+}
+trap stop_background EXIT
+
 # The lock protocol's model checker (every configuration to the end, minutes
 # each) and the property tests again with a million cases each (save_path
 # parser, key and lock-key rules) keep one core busy for minutes: they run
 # beside the cluster tests, in a target directory of their own so that
-# neither waits for cargo's lock, and the run waits for them at the end.
-checks_log=$(mktemp)
-setsid bash -c 'export CARGO_TARGET_DIR=target/exhaustive
+# neither waits for cargo's lock.
+background checks bash -c 'export CARGO_TARGET_DIR=target/exhaustive
     cargo test --release --locked lock::model -- --ignored --nocapture --test-threads=1 &&
-    PROPTEST_CASES=1000000 cargo test --release --locked fuzz' >"$checks_log" 2>&1 &
-checks_pid=$!
-trap 'kill -- "-$checks_pid" 2>/dev/null || true' EXIT
+    PROPTEST_CASES=1000000 cargo test --release --locked fuzz'
 # PHP debug builds, NTS and ZTS, cached outside the checkout (built once per machine).
 stage "PHP debug builds"
 builds=$("$ROOT/scripts/php-builds.sh")
@@ -42,13 +62,14 @@ grep -q 'needs panic = "unwind"' <<<"$out" || die "panic = \"abort\" build faile
 # Valkey wheel is built without TLS); its certificates are made here.
 TLS_BASE=7600
 tls_dir="$ROOT/.cluster/tls-certs"
+# Stops what the run started, Debian 13's clusters included: their pid files
+# are in this checkout, which its root mounts.
 stop_all() {
-    kill -- "-$checks_pid" 2>/dev/null || true
-    "$ROOT/scripts/cluster.sh" stop redis
-    "$ROOT/scripts/cluster.sh" stop redis 7400
+    stop_background
+    local base
+    for base in 7100 7400 7600 7800 7850; do "$ROOT/scripts/cluster.sh" stop redis "$base"; done
     "$ROOT/scripts/cluster.sh" stop valkey
     "$ROOT/scripts/cluster.sh" stop valkey9
-    CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" stop redis "$TLS_BASE"
 }
 trap stop_all EXIT
 "$ROOT/scripts/tls-certs.sh" "$tls_dir"
@@ -61,18 +82,29 @@ tally() {
     passed=$((passed + $(printf '%s\n' "$1" | awk '/^Tests passed *:/ { n += $4 } END { print n + 0 }')))
     failed=$((failed + $(printf '%s\n' "$1" | awk '/^Tests failed *:/ { n += $4 } END { print n + 0 }')))
 }
-# run_phpt LABEL [VAR=VALUE...] COMMAND...: runs .phpt tests, prints their
-# summary with LABEL before each line and counts it; fails if a test failed.
+# show_phpt LABEL OUTPUT: prints the output of .phpt runs but their progress
+# lines, with LABEL before each line, and counts their summaries.
+show_phpt() {
+    printf '%s\n' "$2" | grep -vE '^TEST [0-9]+/[0-9]+' | sed "s|^|$1|" || true
+    tally "$2"
+}
+# run_phpt LABEL [VAR=VALUE...] COMMAND...: runs .phpt tests and shows them;
+# fails if a test failed.
 run_phpt() {
     local label=$1 out status=0
     shift
     out=$(env "$@" 2>&1) || status=$?
-    printf '%s\n' "$out" | grep -vE '^TEST [0-9]+/[0-9]+' | sed "s|^|$label|" || true
-    tally "$out"
+    show_phpt "$label" "$out"
     return "$status"
 }
 for flavor in redis valkey valkey9; do
     stage "$flavor cluster"
+    if [ "$flavor" = valkey ]; then
+        # Debian 13's part (its root cached outside the checkout: PHP 8.4 with
+        # php-fpm and phpredis 6.2, a Redis 8.0 cluster) runs beside the
+        # Valkey ones, on ports of its own (7800, 7850).
+        background debian13 "$ROOT/scripts/debian13.sh" run scripts/debian13-tests.sh
+    fi
     # The TLS test runs once, with the Redis flavor.
     if [ "$flavor" = redis ]; then
         export RCS_TLS_SEEDS=$(cluster_seeds "$TLS_BASE")
@@ -129,11 +161,11 @@ for flavor in redis valkey valkey9; do
     "$ROOT/scripts/cluster.sh" stop "$flavor"
     [ "$status" -eq 0 ] || { echo "php-tests: $passed passed, $failed failed"; exit 1; }
 done
-stage "Debian 13"
-# The whole suite again on Debian 13 (a root cached outside the checkout): PHP
-# 8.4 with its php-fpm and phpredis 6.2, against a Redis 8.0 cluster.
-run_phpt "[Debian 13] " "$ROOT/scripts/debian13.sh" run scripts/debian13-tests.sh ||
-    { echo "php-tests: $passed passed, $failed failed"; exit 1; }
+stage "waiting for Debian 13"
+status=0
+finish debian13 || status=$?
+show_phpt "[Debian 13] " "$(cat "${bg_log[debian13]}")"
+[ "$status" -eq 0 ] || { echo "php-tests: $passed passed, $failed failed"; exit 1; }
 echo "php-tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
 CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" stop redis "$TLS_BASE"
@@ -148,9 +180,9 @@ stage "benchmark smoke run"
 BENCH_SKIP_SETUP=1 "$ROOT/bench/run.sh" --smoke
 
 stage "waiting for the model checker and the property tests"
-checks_status=0
-wait "$checks_pid" || checks_status=$?
-cat "$checks_log"
-rm -f "$checks_log"
-[ "$checks_status" -eq 0 ] || die "the model checker or the property tests failed"
+status=0
+finish checks || status=$?
+cat "${bg_log[checks]}"
+rm -f "${bg_log[@]}"
+[ "$status" -eq 0 ] || die "the model checker or the property tests failed"
 stage "done"
