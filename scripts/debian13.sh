@@ -59,7 +59,9 @@ unmounted() {
 in_root() {
     local root=$1
     shift
-    local cargo_home=${CARGO_HOME:-$HOME/.cargo} rustup_home=${RUSTUP_HOME:-$HOME/.rustup}
+    local cargo_home rustup_home
+    cargo_home=${CARGO_HOME:-$(dirname "$(dirname "$(command -v cargo)")")}
+    rustup_home=${RUSTUP_HOME:-$(rustup show home 2>/dev/null || echo "$HOME/.rustup")}
     # shellcheck disable=SC2016
     as_root unshare --mount --propagation private -- env ROOTFS="$root" CHECKOUT="$ROOT" \
         CARGO_SRC="$cargo_home" RUSTUP_SRC="$rustup_home" bash -euc '
