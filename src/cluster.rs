@@ -18,6 +18,7 @@
 //! repeat (see `lock.rs`). Everything is retried until the request's
 //! deadline. Only the broken connection is dropped; redirects keep them all.
 
+use std::cell::Cell;
 use std::rc::Rc;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
@@ -44,6 +45,21 @@ const NO_OWNER: u16 = u16::MAX;
 /// afterwards, so the buffers it grew go back.
 const LARGE_EXCHANGE: usize = 1 << 20;
 
+thread_local! {
+    /// A large exchange freed memory: see [`release_memory_after_large_exchange`].
+    static TRIM_PENDING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Gives the heap a large exchange freed back to the system. The PHP hooks
+/// call it once their work is done and every reply is dropped, before any
+/// warning runs the application's error handler (which may end the request
+/// without another hook, and the worker would keep tens of MB meanwhile).
+pub fn release_memory_after_large_exchange() {
+    if TRIM_PENDING.take() {
+        release_free_memory();
+    }
+}
+
 /// `ASKING`, sent ahead of a request that an `ASK` redirected.
 const ASKING: &[u8] = b"*1\r\n$6\r\nASKING\r\n";
 
@@ -68,8 +84,6 @@ pub struct Cluster {
     seed_order: Vec<usize>,
     /// Commands a node answered "unknown command", not tried again.
     unsupported: Vec<&'static str>,
-    /// A large exchange freed memory that the next request returns.
-    trim_pending: bool,
 }
 
 /// One request: `count` packed commands whose keys are all on `slot`.
@@ -119,7 +133,6 @@ impl Cluster {
             refreshed: None,
             seed_order,
             unsupported: Vec::new(),
-            trim_pending: false,
         }
     }
 
@@ -154,9 +167,6 @@ impl Cluster {
     /// other than redirects come back as `Value::ServerError`.
     pub fn request(&mut self, request: &Request) -> Result<Vec<Value>, Failure> {
         self.forget_if_forked();
-        if std::mem::take(&mut self.trim_pending) {
-            release_free_memory();
-        }
         let mut ask: Option<NodeAddr> = None;
         loop {
             let pause = match self.attempt(request, ask.take()) {
@@ -326,11 +336,11 @@ impl Cluster {
             Err(_) => self.nodes[index].connection = None,
             // The connection's buffers keep the size of its largest exchange:
             // after a big session, let them go rather than keep them for
-            // the worker's life; the next request gives the freed heap back,
-            // once the caller has dropped the replies too.
+            // the worker's life; the freed heap goes back to the system once
+            // the caller has dropped the replies too.
             Ok(replies) if packed.len() + reply_bytes(replies) > LARGE_EXCHANGE => {
                 self.nodes[index].connection = None;
-                self.trim_pending = true;
+                TRIM_PENDING.set(true);
             }
             Ok(_) => {}
         }

@@ -57,6 +57,7 @@ fn guard<T>(hook: &str, failure: T, body: impl FnOnce() -> Result<T>) -> T {
             failure
         }
     };
+    crate::cluster::release_memory_after_large_exchange();
     raise_pending();
     value
 }
