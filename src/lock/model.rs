@@ -861,10 +861,12 @@ fn delivered(client: &mut Client, lost: bool) -> bool {
 pub const CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Checks a model to the end and returns the checker, for tests to read.
+/// One thread: `scripts/test.sh` runs the checker beside the cluster tests,
+/// whose timed waits must not lose both cores to it.
 pub fn check(model: LockModel) -> impl Checker<LockModel> {
     model
         .checker()
-        .threads(2)
+        .threads(1)
         .timeout(CHECK_TIMEOUT)
         .spawn_bfs()
         .join()
