@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what is needed, builds, and runs every test: Rust unit tests, the
-# lock protocol's model checker, the phpize build, then the cluster tests (Rust and .phpt) against a local Redis
-# cluster, a Valkey 8.1 and a Valkey 9.1 one, each started and stopped here (on Redis
-# also as the README's ACL user, and on PHP debug builds, NTS and ZTS), the
-# suite on Debian 13 (PHP 8.4, Redis 8.0), then a
-# short failover chaos run on both and a smoke run of the benchmark.
+# lock protocol's model checker and the long property tests (beside the rest),
+# the phpize build, then the cluster tests (Rust and .phpt) on a local Redis
+# 7.0 cluster (also as the README's ACL user, on 16 nodes, and on PHP debug
+# builds, NTS and ZTS), a Valkey 8.1 and a Valkey 9.1 one, and on Debian 13
+# (PHP 8.4, Redis 8.0), each cluster started and stopped here; then a short
+# chaos run on the three local servers and a smoke run of the benchmark.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
