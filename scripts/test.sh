@@ -131,7 +131,7 @@ for flavor in redis valkey valkey9; do
     status=0
     # MONITOR formats every argument: a multi-MB session would block the
     # primary for seconds. Those tests run once it has stopped.
-    multi_mb=("$ROOT"/php-tests/{032,039}-*.phpt)
+    multi_mb=("$ROOT"/php-tests/{032,039,043}-*.phpt)
     monitored=()
     for test in "$ROOT"/php-tests/*.phpt; do
         [[ " ${multi_mb[*]} " == *" $test "* ]] || monitored+=("$test")
