@@ -1,6 +1,6 @@
 # Shared helpers for the project's scripts; source it, do not run it.
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd -P "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # RCS_PHP_PREFIX=DIR: build and test for another PHP (scripts/php-builds.sh),
 # with a cargo target directory of its own.

@@ -19,6 +19,18 @@ if [ -n "${RCS_PHP_PREFIX:-}" ]; then
 else
     run_tests=$(php-config --extension-dir)/build/run-tests.php
 fi
+# run-tests.php writes each test's script and output beside its .phpt and
+# deletes them once it passed: runs side by side (test.sh has several) each
+# get a copy of the tests, with the scripts they call at the same place.
+copy=$(mktemp -d)
+trap 'rm -rf "$copy"' EXIT
+cp -r "$ROOT/php-tests" "$copy/php-tests"
+ln -s "$ROOT/scripts" "$copy/scripts"
+tests=()
+for test in "${@:-$ROOT/php-tests}"; do
+    path=$(realpath -m "$test")
+    [[ $path == "$ROOT/php-tests"* ]] && path=$copy/php-tests${path#"$ROOT/php-tests"}
+    tests+=("$path")
+done
 log "php tests on the $flavor cluster ($RCS_SEEDS), PHP $("$PHP" -r 'echo PHP_VERSION, PHP_ZTS ? " ZTS" : "", PHP_DEBUG ? " debug" : "";')"
-"$PHP" "$run_tests" -q -n -p "$PHP" -d "extension=$EXT_SO" \
-    --show-diff "${@:-$ROOT/php-tests}"
+"$PHP" "$run_tests" -q -n -p "$PHP" -d "extension=$EXT_SO" --show-diff "${tests[@]}"
