@@ -53,6 +53,19 @@ pub struct Tls {
     pub client_cert: Option<(PathBuf, PathBuf)>,
 }
 
+/// `failover`: what a session does when its slot's primary cannot be reached.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Failover {
+    /// `none` (or absent): the request fails, as with phpredis.
+    #[default]
+    None,
+    /// `error`: the session is served read-only, from a replica if need be.
+    Error,
+    /// `distribute` or `distribute_slaves`: phpredis reads from replicas all
+    /// the time, which a locked session must never do; they act as `error`.
+    Distribute,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct SavePath {
     pub seeds: Vec<Seed>,
@@ -61,6 +74,7 @@ pub struct SavePath {
     pub auth: Option<Auth>,
     pub prefix: Vec<u8>,
     pub tls: Option<Tls>,
+    pub failover: Failover,
 }
 
 /// A malformed save_path. The texts are phpredis's where it has one; none of
@@ -77,6 +91,7 @@ pub enum SavePathError {
     NotUtf8(&'static str),
     NotAString(&'static str),
     BadTlsOption(String),
+    BadFailover(String),
 }
 
 impl fmt::Display for SavePathError {
@@ -102,6 +117,10 @@ impl fmt::Display for SavePathError {
             Self::NotUtf8(name) => write!(f, "session.save_path: {name} is not valid UTF-8"),
             Self::NotAString(name) => write!(f, "session.save_path: {name} must be a single value"),
             Self::BadTlsOption(why) => write!(f, "session.save_path: {why}"),
+            Self::BadFailover(value) => write!(
+                f,
+                "session.save_path: failover='{value}' is not none, error, distribute or distribute_slaves"
+            ),
         }
     }
 }
@@ -141,9 +160,9 @@ pub fn parse(save_path: &str) -> Result<SavePath, SavePathError> {
         Some(Param::Array(_)) => return Err(SavePathError::NotAString("prefix")),
     };
     let auth = parse_auth(params.remove("auth"))?;
-    // `persistent` and `failover` are accepted for compatibility: the connection
-    // always lives for the whole worker, and session traffic always goes to the
-    // slot's primary, which is the only place a lock is safe.
+    let failover = parse_failover(params.remove("failover"))?;
+    // `persistent` is accepted for compatibility: the connection always lives
+    // for the whole worker.
     Ok(SavePath {
         seeds,
         connect_timeout,
@@ -151,7 +170,25 @@ pub fn parse(save_path: &str) -> Result<SavePath, SavePathError> {
         auth,
         prefix,
         tls,
+        failover,
     })
+}
+
+/// phpredis's values, in any case.
+fn parse_failover(param: Option<Param>) -> Result<Failover, SavePathError> {
+    let raw = match param {
+        None => return Ok(Failover::None),
+        Some(Param::Array(_)) => return Err(SavePathError::NotAString("failover")),
+        Some(Param::Scalar(raw)) => raw,
+    };
+    match raw.to_ascii_lowercase().as_slice() {
+        b"none" => Ok(Failover::None),
+        b"error" => Ok(Failover::Error),
+        b"distribute" | b"distribute_slaves" => Ok(Failover::Distribute),
+        _ => Err(SavePathError::BadFailover(
+            String::from_utf8_lossy(&raw).into_owned(),
+        )),
+    }
 }
 
 fn parse_tls(param: Option<Param>) -> Result<Option<Tls>, SavePathError> {
@@ -462,6 +499,27 @@ mod tests {
     }
 
     #[test]
+    fn failover_takes_phpredis_values_in_any_case() {
+        let failover = |value: &str| parse(&format!("seed[]=h:1{value}")).map(|p| p.failover);
+        assert_eq!(failover(""), Ok(Failover::None));
+        assert_eq!(failover("&failover=none"), Ok(Failover::None));
+        assert_eq!(failover("&failover=ERROR"), Ok(Failover::Error));
+        assert_eq!(failover("&failover=distribute"), Ok(Failover::Distribute));
+        assert_eq!(
+            failover("&failover=Distribute_Slaves"),
+            Ok(Failover::Distribute)
+        );
+        assert_eq!(
+            failover("&failover=errors"),
+            Err(SavePathError::BadFailover("errors".into()))
+        );
+        assert_eq!(
+            failover("&failover[]=error"),
+            Err(SavePathError::NotAString("failover"))
+        );
+    }
+
+    #[test]
     fn full_phpredis_example() {
         let path = parse(
             "seed[]=host1:7000&seed[]=10.0.0.2:7001&timeout=2&read_timeout=2.5&failover=error&persistent=1&auth=secret",
@@ -473,6 +531,7 @@ mod tests {
         );
         assert_eq!(path.connect_timeout, Duration::from_secs(2));
         assert_eq!(path.read_timeout, Duration::from_millis(2500));
+        assert_eq!(path.failover, Failover::Error);
         assert_eq!(path.prefix, DEFAULT_PREFIX);
         assert_eq!(
             path.auth,
