@@ -63,8 +63,17 @@ pub fn release_memory_after_large_exchange() {
 /// `ASKING`, sent ahead of a request that an `ASK` redirected.
 const ASKING: &[u8] = b"*1\r\n$6\r\nASKING\r\n";
 
-/// Slot ranges, first and last slot, with their primary.
-type SlotMap = Vec<(u16, u16, NodeAddr)>;
+/// A range of slots, first and last, with its primary and its replicas in the
+/// order `CLUSTER SLOTS` lists them.
+#[derive(Debug)]
+struct SlotRange {
+    start: u16,
+    end: u16,
+    primary: NodeAddr,
+    replicas: Vec<NodeAddr>,
+}
+
+type SlotMap = Vec<SlotRange>;
 
 struct Node {
     addr: NodeAddr,
@@ -79,6 +88,10 @@ pub struct Cluster {
     nodes: Vec<Node>,
     /// Index into `nodes` of each slot's primary, or [`NO_OWNER`].
     slots: Box<[u16]>,
+    /// Each slot range's first and last slot and replicas, in slot order:
+    /// where a session is read when its primary cannot be reached
+    /// (`failover=error`).
+    replicas: Vec<(u16, u16, Vec<NodeAddr>)>,
     refreshed: Option<Instant>,
     /// Seeds in the order to try them: one that failed goes last.
     seed_order: Vec<usize>,
@@ -130,6 +143,7 @@ impl Cluster {
             pid: std::process::id(),
             nodes: Vec::new(),
             slots: vec![NO_OWNER; usize::from(SLOT_COUNT)].into_boxed_slice(),
+            replicas: Vec::new(),
             refreshed: None,
             seed_order,
             unsupported: Vec::new(),
@@ -428,13 +442,31 @@ impl Cluster {
         Ok((map, connection))
     }
 
+    /// The replicas of `slot`'s range, as the last map listed them.
+    fn replicas_of(&self, slot: u16) -> &[NodeAddr] {
+        let after = self
+            .replicas
+            .partition_point(|(start, _, _)| *start <= slot);
+        match after.checked_sub(1).map(|index| &self.replicas[index]) {
+            Some((_, end, replicas)) if slot <= *end => replicas,
+            _ => &[],
+        }
+    }
+
     /// Installs a fresh map. The nodes kept are its primaries, with their
     /// connections: a worker that lives through scale-outs and replaced
     /// nodes holds no address it no longer needs.
     fn install_map(&mut self, map: SlotMap) {
         self.slots.fill(NO_OWNER);
+        self.replicas.clear();
         let mut owners: Vec<Node> = Vec::new();
-        for (start, end, addr) in map {
+        for SlotRange {
+            start,
+            end,
+            primary: addr,
+            replicas,
+        } in map
+        {
             let index = match owners.iter().position(|node| node.addr == addr) {
                 Some(index) => index,
                 None => {
@@ -447,12 +479,14 @@ impl Cluster {
                     owners.len() - 1
                 }
             };
+            self.replicas.push((start, end, replicas));
             let start = usize::from(start);
             let end = usize::from(end.min(SLOT_COUNT - 1));
             if start <= end {
                 self.slots[start..=end].fill(u16::try_from(index).unwrap_or(NO_OWNER));
             }
         }
+        self.replicas.sort_unstable_by_key(|(start, _, _)| *start);
         // Connections to nodes that no longer own a slot (demoted, removed) go.
         self.nodes = owners;
         self.refreshed = Some(Instant::now());
@@ -525,8 +559,8 @@ fn redirect_target(error: &RedisError, asked: &NodeAddr) -> Option<NodeAddr> {
     })
 }
 
-/// `CLUSTER SLOTS`: ranges with their primary first. An empty or `?` host
-/// means the node we asked.
+/// `CLUSTER SLOTS`: ranges with their primary first, then their replicas. An
+/// empty or `?` host means the node we asked.
 fn parse_slots(reply: Option<Value>, asked: &NodeAddr) -> RedisResult<SlotMap> {
     let invalid = || RedisError::from((ErrorKind::Parse, "unexpected reply to CLUSTER SLOTS"));
     let reply = match reply {
@@ -549,24 +583,32 @@ fn parse_slots(reply: Option<Value>, asked: &NodeAddr) -> RedisResult<SlotMap> {
         let (Some(start), Some(end)) = (int(items.first()), int(items.get(1))) else {
             return Err(invalid());
         };
-        let Some(Value::Array(primary)) = items.get(2) else {
-            return Err(invalid());
+        let node = |value: &Value| {
+            let Value::Array(node) = value else {
+                return Err(invalid());
+            };
+            let host = match node.first() {
+                Some(Value::BulkString(host)) => String::from_utf8_lossy(host).into_owned(),
+                Some(Value::SimpleString(host)) => host.clone(),
+                Some(Value::Nil) | None => String::new(),
+                _ => return Err(invalid()),
+            };
+            let host = if host.is_empty() || host == "?" {
+                asked.host.clone()
+            } else {
+                host
+            };
+            let port = int(node.get(1)).ok_or_else(invalid)?;
+            Ok(NodeAddr { host, port })
         };
-        let host = match primary.first() {
-            Some(Value::BulkString(host)) => String::from_utf8_lossy(host).into_owned(),
-            Some(Value::SimpleString(host)) => host.clone(),
-            Some(Value::Nil) | None => String::new(),
-            _ => return Err(invalid()),
-        };
-        let host = if host.is_empty() || host == "?" {
-            asked.host.clone()
-        } else {
-            host
-        };
-        let Some(port) = int(primary.get(1)) else {
-            return Err(invalid());
-        };
-        map.push((start, end, NodeAddr { host, port }));
+        let primary = node(items.get(2).ok_or_else(invalid)?)?;
+        let replicas = items[3..].iter().map(node).collect::<RedisResult<_>>()?;
+        map.push(SlotRange {
+            start,
+            end,
+            primary,
+            replicas,
+        });
     }
     if map.is_empty() {
         return Err(RedisError::from((
@@ -633,9 +675,11 @@ mod tests {
             ]),
         ]);
         let map = parse_slots(Some(reply), &asked).unwrap();
-        let hosts: Vec<String> = map.iter().map(|(_, _, addr)| addr.to_string()).collect();
+        let hosts: Vec<String> = map.iter().map(|range| range.primary.to_string()).collect();
         assert_eq!(hosts, ["10.0.0.9:7001", "10.0.0.9:7002", "[::1]:7003"]);
-        assert_eq!((map[2].0, map[2].1), (10923, 16383));
+        assert_eq!((map[2].start, map[2].end), (10923, 16383));
+        assert!(map[0].replicas.is_empty());
+        assert_eq!(map[2].replicas[0].to_string(), "replica.example:7004");
     }
 
     #[test]
@@ -705,15 +749,27 @@ mod tests {
         // Months of scale-outs, replaced nodes and redirects to nodes since gone.
         for round in 0..100u16 {
             cluster.node_index(addr(20000 + round));
+            let range = |start, end, port| SlotRange {
+                start,
+                end,
+                primary: addr(port),
+                replicas: vec![addr(port + 1000)],
+            };
             cluster.install_map(vec![
-                (0, 8191, addr(7000 + round)),
-                (8192, 16383, addr(7001 + round)),
+                range(0, 8191, 7000 + round),
+                range(8192, 16383, 7001 + round),
             ]);
         }
         let kept: Vec<String> = cluster.nodes.iter().map(|n| n.addr.to_string()).collect();
         assert_eq!(kept, ["10.0.0.1:7099", "10.0.0.1:7100"]);
         assert_eq!(cluster.slots[0], 0);
         assert_eq!(cluster.slots[16383], 1);
+        let replicas: Vec<String> = cluster
+            .replicas_of(16383)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(replicas, ["10.0.0.1:8100"]);
     }
 
     #[test]

@@ -219,8 +219,9 @@ fn cluster_slots_and_cluster_shards_agree() {
     };
     let slots = parse_slots(Some(Raw::to(seed).call(&["CLUSTER", "SLOTS"])), &asked).unwrap();
     let mut from_slots = vec![String::new(); 16384];
-    for (start, end, owner) in slots {
-        from_slots[usize::from(start)..=usize::from(end)].fill(owner.to_string());
+    for range in slots {
+        from_slots[usize::from(range.start)..=usize::from(range.end)]
+            .fill(range.primary.to_string());
     }
     let Value::Array(shards) = Raw::to(seed).call(&["CLUSTER", "SHARDS"]) else {
         panic!("CLUSTER SHARDS is not an array");
