@@ -60,6 +60,7 @@ rediscluster_session.write_replicas (effective) => 0
 rediscluster_session.write_replicas_timeout (effective) => 100
 rediscluster_session.lock_wait_notice_ms (effective) => 0
 rediscluster_session.max_waiters (effective) => 0
+rediscluster_session.fallback_max_lag (effective) => 10
 Metrics => this process (and any it forks)
 stats: locks_acquired => 0
 stats: lock_waits => 0

@@ -10,7 +10,7 @@ use crate::compression::Compression;
 /// Every directive with its default: phpredis's `redis.session.*` (registered
 /// by this extension unless phpredis already did; then its values apply) and
 /// this extension's own.
-pub const INI_DEFAULTS: [(&CStr, &CStr); 13] = [
+pub const INI_DEFAULTS: [(&CStr, &CStr); 14] = [
     (c"redis.session.locking_enabled", c"0"),
     (c"redis.session.lock_expire", c"0"),
     (c"redis.session.lock_wait_time", c"20000"),
@@ -24,6 +24,7 @@ pub const INI_DEFAULTS: [(&CStr, &CStr); 13] = [
     (c"rediscluster_session.write_replicas_timeout", c"100"),
     (c"rediscluster_session.lock_wait_notice_ms", c"0"),
     (c"rediscluster_session.max_waiters", c"0"),
+    (c"rediscluster_session.fallback_max_lag", c"10"),
 ];
 
 /// Session TTL used when `session.gc_maxlifetime` is not positive (phpredis).
@@ -101,6 +102,9 @@ pub struct Settings {
     pub compression_notice: Option<&'static str>,
     /// `None` unless `rediscluster_session.write_replicas` is positive.
     pub replica_ack: Option<ReplicaAck>,
+    /// With `failover=error`, a replica whose link to its primary has been
+    /// down longer than this is not read from (it may miss a logout).
+    pub fallback_max_lag: Duration,
 }
 
 impl Settings {
@@ -131,6 +135,11 @@ impl Settings {
                 }),
             compression,
             compression_notice,
+            fallback_max_lag: Duration::from_secs(
+                ini.long(c"rediscluster_session.fallback_max_lag")
+                    .max(0)
+                    .unsigned_abs(),
+            ),
         }
     }
 }
@@ -326,6 +335,20 @@ mod tests {
                 timeout: Duration::from_millis(1)
             })
         );
+    }
+
+    #[test]
+    fn fallback_max_lag_is_seconds_never_negative() {
+        assert_eq!(
+            Settings::load(&ini(&[])).fallback_max_lag,
+            Duration::from_secs(10)
+        );
+        let lag = |value| {
+            Settings::load(&ini(&[(c"rediscluster_session.fallback_max_lag", value)]))
+                .fallback_max_lag
+        };
+        assert_eq!(lag("3"), Duration::from_secs(3));
+        assert_eq!(lag("-1"), Duration::ZERO);
     }
 
     #[test]
