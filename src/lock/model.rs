@@ -9,6 +9,11 @@
 //! real [`Acquisition`]. Time is a tick clock (one tick is `tick_ms`); a live
 //! client acts at once between calls and only its holds and BLPOPs last.
 //!
+//! With `fallback` (`failover=error`), an acquire call that fails for good
+//! (its reply lost twice: the primary unreachable) serves the session
+//! read-only from the replica, never writes, and at close lets go of what
+//! the failed call may have taken, as every failed call does.
+//!
 //! The adversary: a client crashes at any point; a reply is lost after the
 //! server applied the call (the client repeats it once, as the cluster client
 //! does on a broken connection, and gives up after a second loss); a BLPOP
@@ -72,6 +77,8 @@ pub struct LockModel {
     pub lost_replies: u8,
     pub failovers: u8,
     pub write_replicas: bool,
+    /// `failover=error`: see the module's documentation.
+    pub fallback: bool,
     pub tick_ms: i64,
     /// The clock stops here: every run is finite.
     pub max_ticks: u32,
@@ -94,6 +101,9 @@ enum Phase {
         until: i64,
     },
     Holding,
+    /// Serving the session read from the replica after a failed acquire
+    /// call (`fallback`); its close goes to `Cleanup`.
+    ReadOnly,
     Saving(Op),
     /// `release()` with DELIFEQ: the native delete, then the script if anyone waits.
     ReleaseNative(Op),
@@ -354,7 +364,13 @@ impl LockModel {
                     client.queued_as = Some(state.queued_count);
                     state.queued_count += 1;
                 }
-                if delivered(&mut client, lost) {
+                if !delivered(&mut client, lost) {
+                    if self.fallback && client.phase == Phase::Cleanup {
+                        let replica_data = state.replica.get_str(&k.data);
+                        client.read = Some(counter(replica_data));
+                        client.phase = Phase::ReadOnly;
+                    }
+                } else {
                     let acquisition = client.acquisition.as_mut().unwrap();
                     match acquisition.attempt_replied(reply, wait) {
                         Ok(Attempt::Locked(data)) => self.locked(&mut client, data, lock_until),
@@ -507,6 +523,8 @@ impl LockModel {
                     client.retried = true;
                 }
             }
+            // Its close: no call of its own; what it may hold goes in Cleanup.
+            Phase::ReadOnly => client.phase = Phase::Cleanup,
             Phase::Holding | Phase::Dead => unreachable!(),
         }
         state.clients[c] = client;
@@ -700,6 +718,8 @@ impl Model for LockModel {
                 Phase::Idle => actions.push(Action::Step(c8)),
                 // What to do, and when, is the holder's choice.
                 Phase::Holding => actions.extend(self.ops.iter().map(|&op| Action::Save(c8, op))),
+                // A read-only request closes when it likes; it never saves.
+                Phase::ReadOnly => actions.push(Action::Step(c8)),
                 Phase::Blocked { since, until } => {
                     let list = client.acquisition.as_ref().unwrap().wait_list();
                     if state.primary.keys.contains_key(list) {
@@ -955,6 +975,7 @@ mod tests {
             lost_replies: 0,
             failovers: 0,
             write_replicas: false,
+            fallback: false,
             tick_ms: 1000,
             max_ticks,
         }
@@ -1032,6 +1053,24 @@ mod tests {
         model.lock.retries = Some(2);
         holds(
             "3 clients, max_waiters 1, read-only on failure, 2 s of waiting",
+            model,
+        );
+    }
+
+    /// failover=error: acquire calls that fail for good read the replica
+    /// and serve the session read-only, beside a failover.
+    #[test]
+    #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
+    fn failed_acquires_read_only_from_the_replica() {
+        let model = LockModel {
+            lost_replies: 2,
+            failovers: 1,
+            crashes: 0,
+            fallback: true,
+            ..model(vec![1, 1, 1], 2000, 4)
+        };
+        holds(
+            "3 clients, 2 lost replies, 1 failover, failover=error",
             model,
         );
     }
