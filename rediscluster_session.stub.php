@@ -2,7 +2,8 @@
 /**
  * IDE stub for the rediscluster_session extension. Not to be included.
  *
- * The functions are defined in Rust (src/php/stats.rs, src/php/lock_info.rs).
+ * The functions are defined in Rust (src/php/stats.rs, src/php/lock_info.rs,
+ * src/php/metrics.rs, src/php/read_only.rs).
  */
 
 /**
@@ -19,6 +20,9 @@
  * - releases: locks released, by command (lua covers every release done by a script,
  *   including the write that releases); release_fallbacks: DELEX or DELIFEQ was
  *   configured but the server lacks it, so Lua released instead.
+ * - fallback_reads: sessions served read-only with failover=error because their
+ *   primary could not serve them, by where they were read (primary: it answered
+ *   CLUSTERDOWN but still served the read; replica).
  * - connects: sets of cluster connections opened (with the slot map);
  *   reconnects: those after the first.
  * - errors: every failed command or connection attempt by kind, retried ones included.
@@ -33,6 +37,7 @@
  *     writes_refused_lock_lost: int,
  *     releases: array{lua: int, delex: int, delifeq: int},
  *     release_fallbacks: int,
+ *     fallback_reads: array{primary: int, replica: int},
  *     connects: int,
  *     reconnects: int,
  *     errors: array{io: int, timeout: int, cluster: int, auth: int, tls: int, oom: int, server: int}
@@ -49,3 +54,14 @@ function rediscluster_session_stats(): array {}
  * @return array{locked: bool, ttl_ms: int, waiters: int}|null
  */
 function rediscluster_session_lock_info(string $id): ?array {}
+
+/**
+ * Whether the session this request opened last is served read-only: with
+ * failover=error in session.save_path, its slot's primary could not serve it
+ * (refused, no answer in time, or CLUSTERDOWN), so it was read from a replica
+ * (or from the primary, which still served reads) and no lock was taken.
+ * Its write, session_regenerate_id() and session_destroy() are refused with a
+ * warning; session_write_close() still returns true. False before any
+ * session_start() in this request.
+ */
+function rediscluster_session_read_only(): bool {}

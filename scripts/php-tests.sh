@@ -10,7 +10,8 @@ base=$(default_base_port "$flavor")
 if [[ ${1:-} =~ ^[0-9]+$ ]]; then base=$1; shift; fi
 [ -f "$EXT_SO" ] || die "build first: scripts/build.sh"
 
-export RCS_SEEDS=$(cluster_seeds "$base") RCS_EXT=$EXT_SO NO_INTERACTION=1 REPORT_EXIT_STATUS=1
+# RCS_FLAVOR: for tests that stop and start nodes with scripts/cluster.sh.
+export RCS_SEEDS=$(cluster_seeds "$base") RCS_FLAVOR=$flavor RCS_EXT=$EXT_SO NO_INTERACTION=1 REPORT_EXIT_STATUS=1
 if [ -n "${RCS_PHP_PREFIX:-}" ]; then
     # A PHP of scripts/php-builds.sh: its phpredis has no igbinary, and
     # Debian's php-fpm cannot load modules built for it.

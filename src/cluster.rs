@@ -17,6 +17,10 @@
 //! may come after it ran: the session protocol makes every request safe to
 //! repeat (see `lock.rs`). Everything is retried until the request's
 //! deadline. Only the broken connection is dropped; redirects keep them all.
+//!
+//! A request that may fall back (`failover=error`, see [`fallback`]) gives up
+//! at once on `CLUSTERDOWN`, and on a refused connection once a fresh map
+//! still names the same primary.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -97,6 +101,9 @@ pub struct Cluster {
     seed_order: Vec<usize>,
     /// Commands a node answered "unknown command", not tried again.
     unsupported: Vec<&'static str>,
+    /// Replicas read from while their primary could not be reached, one
+    /// connection each; closed once a primary answers again.
+    replica_links: Vec<Node>,
 }
 
 /// One request: `count` packed commands whose keys are all on `slot`.
@@ -114,6 +121,9 @@ pub struct Request<'a> {
     /// Whether to follow redirects; without, replies come back as they are
     /// (a pipeline whose commands a migrating slot may split between nodes).
     pub follow_redirects: bool,
+    /// Whether the session may be read elsewhere instead (`failover=error`):
+    /// then `CLUSTERDOWN` and a refused primary end the request at once.
+    pub may_fall_back: bool,
 }
 
 /// Why a request failed for good, and whether it may still succeed later.
@@ -124,6 +134,50 @@ pub struct Failure {
     pub no_map: bool,
     /// A connection broke (I/O error or timeout): the request may have run.
     pub broken: bool,
+    /// How the slot's primary failed us, when it did.
+    pub unreachable: Option<Unreachable>,
+}
+
+/// Why a request could not be served by its slot's primary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unreachable {
+    Refused,
+    TimedOut,
+    Broken,
+    /// It answered, `CLUSTERDOWN`: it may still serve reads.
+    ClusterDown,
+}
+
+impl Unreachable {
+    fn of(error: &RedisError) -> Unreachable {
+        if error.is_connection_refusal() {
+            Unreachable::Refused
+        } else if error.is_timeout() {
+            Unreachable::TimedOut
+        } else {
+            Unreachable::Broken
+        }
+    }
+
+    pub fn reason(self) -> &'static str {
+        match self {
+            Unreachable::Refused => "connection refused",
+            Unreachable::TimedOut => "no answer in time",
+            Unreachable::Broken => "connection broken",
+            Unreachable::ClusterDown => "the cluster is down",
+        }
+    }
+}
+
+impl Failure {
+    fn new(error: RedisError) -> Failure {
+        Failure {
+            error,
+            no_map: false,
+            broken: false,
+            unreachable: None,
+        }
+    }
 }
 
 /// What a redirect or error reply asks of the next attempt.
@@ -132,6 +186,8 @@ enum Next {
     Ask(NodeAddr),
     Again(Duration),
     Refresh(Duration),
+    /// `CLUSTERDOWN`.
+    Down(RedisError),
 }
 
 impl Cluster {
@@ -147,6 +203,7 @@ impl Cluster {
             refreshed: None,
             seed_order,
             unsupported: Vec::new(),
+            replica_links: Vec::new(),
         }
     }
 
@@ -168,7 +225,7 @@ impl Cluster {
     fn forget_if_forked(&mut self) {
         let pid = std::process::id();
         if pid != self.pid {
-            for node in &mut self.nodes {
+            for node in self.nodes.iter_mut().chain(&mut self.replica_links) {
                 node.connection = None;
             }
             self.pid = pid;
@@ -182,9 +239,15 @@ impl Cluster {
     pub fn request(&mut self, request: &Request) -> Result<Vec<Value>, Failure> {
         self.forget_if_forked();
         let mut ask: Option<NodeAddr> = None;
+        let mut refusal_seen = false;
         loop {
             let pause = match self.attempt(request, ask.take()) {
-                Ok((replies, Next::Done)) => return Ok(replies),
+                Ok((replies, Next::Done)) => {
+                    if !self.replica_links.is_empty() {
+                        self.replica_links.clear();
+                    }
+                    return Ok(replies);
+                }
                 Ok((replies, next)) if !request.follow_redirects => {
                     if matches!(next, Next::Refresh(_)) {
                         self.refreshed = None;
@@ -200,6 +263,27 @@ impl Cluster {
                     self.refreshed = None;
                     pause
                 }
+                Ok((_, Next::Down(error))) if request.may_fall_back => {
+                    return Err(Failure {
+                        unreachable: Some(Unreachable::ClusterDown),
+                        ..Failure::new(error)
+                    });
+                }
+                Ok((_, Next::Down(_))) => {
+                    self.refreshed = None;
+                    RECOVERY_PAUSE
+                }
+                // A refused primary may be one the map no longer names.
+                Err(failure)
+                    if request.may_fall_back
+                        && failure.unreachable == Some(Unreachable::Refused) =>
+                {
+                    if std::mem::replace(&mut refusal_seen, true) {
+                        return Err(failure);
+                    }
+                    self.refreshed = None;
+                    Duration::ZERO
+                }
                 Err(failure) => {
                     let transient = !failure.no_map
                         && is_transient(&failure.error)
@@ -212,15 +296,11 @@ impl Cluster {
                 }
             };
             if Instant::now() + pause >= request.deadline {
-                return Err(Failure {
-                    error: RedisError::from((
-                        ErrorKind::Io,
-                        "the cluster did not settle in time",
-                        "redirected or asked to try again until the read timeout".to_owned(),
-                    )),
-                    no_map: false,
-                    broken: false,
-                });
+                return Err(Failure::new(RedisError::from((
+                    ErrorKind::Io,
+                    "the cluster did not settle in time",
+                    "redirected or asked to try again until the read timeout".to_owned(),
+                ))));
             }
             sleep(pause);
         }
@@ -256,18 +336,14 @@ impl Cluster {
         };
         let window = ReplyWindow::new(reply_timeout, deadline);
         if window.now >= deadline {
-            return Err(Failure {
-                error: out_of_time("no time left for the request"),
-                no_map: false,
-                broken: false,
-            });
+            return Err(Failure::new(out_of_time("no time left for the request")));
         }
         let replies = self
             .send(index, packed, count, asking, window)
             .map_err(|error| Failure {
-                error,
-                no_map: false,
+                unreachable: Some(Unreachable::of(&error)),
                 broken: true,
+                ..Failure::new(error)
             })?;
         let next = self.redirect(slot, index, &replies);
         Ok((replies, next))
@@ -302,6 +378,7 @@ impl Cluster {
                 None => Next::Done,
             },
             ErrorKind::Server(ServerErrorKind::TryAgain) => Next::Again(TRYAGAIN_PAUSE),
+            ErrorKind::Server(ServerErrorKind::ClusterDown) => Next::Down(error),
             _ => Next::Refresh(RECOVERY_PAUSE),
         }
     }
@@ -320,56 +397,23 @@ impl Cluster {
     }
 
     /// One round trip to a node within `window`, connecting first if needed.
-    /// A connection that fails is closed, never reused: it may be out of step.
     fn send(
         &mut self,
         index: usize,
         packed: &[u8],
         count: usize,
         asking: bool,
-        mut window: ReplyWindow,
+        window: ReplyWindow,
     ) -> RedisResult<Vec<Value>> {
-        if self.nodes[index].connection.is_none() {
-            let connection = self.connect(&self.nodes[index].addr.clone(), window.deadline)?;
-            self.nodes[index].connection = Some(connection);
-            window = window.reopened();
-        }
-        let connection = self.nodes[index]
-            .connection
-            .as_mut()
-            .expect("connected above");
-        let result = if asking {
-            let mut with_asking = Vec::with_capacity(ASKING.len() + packed.len());
-            with_asking.extend_from_slice(ASKING);
-            with_asking.extend_from_slice(packed);
-            connection.exchange(&with_asking, 1, count, window)
-        } else {
-            connection.exchange(packed, 0, count, window)
-        };
-        match &result {
-            Err(_) => self.nodes[index].connection = None,
-            // The connection's buffers keep the size of its largest exchange:
-            // after a big session, let them go rather than keep them for
-            // the worker's life; the freed heap goes back to the system once
-            // the caller has dropped the replies too.
-            Ok(replies) if packed.len() + reply_bytes(replies) > LARGE_EXCHANGE => {
-                self.nodes[index].connection = None;
-                TRIM_PENDING.set(true);
-            }
-            Ok(_) => {}
-        }
-        result
-    }
-
-    /// A connection whose connect, TLS handshake and AUTH end by `deadline`,
-    /// and at the latest after the connect timeout.
-    fn connect(&self, addr: &NodeAddr, deadline: Instant) -> RedisResult<Link> {
-        let now = Instant::now();
-        let deadline = (now + self.config.connect_timeout).min(deadline);
-        if now >= deadline {
-            return Err(out_of_time("no time left to connect"));
-        }
-        Link::open(&self.config, addr, deadline)
+        let prefix = if asking { ASKING } else { &[] };
+        exchange_with(
+            &self.config,
+            &mut self.nodes[index],
+            prefix,
+            packed,
+            count,
+            window,
+        )
     }
 
     /// Fetches the slot map from a node we are connected to, else from the
@@ -426,16 +470,15 @@ impl Cluster {
             }
         }
         Err(Failure {
-            error: last_error.unwrap_or_else(|| {
-                RedisError::from((ErrorKind::InvalidClientConfig, "no seed to connect to"))
-            }),
             no_map: true,
-            broken: false,
+            ..Failure::new(last_error.unwrap_or_else(|| {
+                RedisError::from((ErrorKind::InvalidClientConfig, "no seed to connect to"))
+            }))
         })
     }
 
     fn map_from_seed(&self, asked: &NodeAddr, deadline: Instant) -> RedisResult<(SlotMap, Link)> {
-        let mut connection = self.connect(asked, deadline)?;
+        let mut connection = connect(&self.config, asked, deadline)?;
         let window = ReplyWindow::new(self.config.read_timeout, deadline);
         let mut reply = connection.exchange(CLUSTER_SLOTS, 0, 1, window)?;
         let map = parse_slots(reply.pop(), asked)?;
@@ -491,6 +534,61 @@ impl Cluster {
         self.nodes = owners;
         self.refreshed = Some(Instant::now());
     }
+}
+
+/// One round trip to `node`, connecting first if needed, with `prefix`
+/// (`ASKING`, `READONLY`) sent ahead and its reply skipped. A connection that
+/// fails is closed, never reused: it may be out of step.
+fn exchange_with(
+    config: &ConnectionConfig,
+    node: &mut Node,
+    prefix: &[u8],
+    packed: &[u8],
+    count: usize,
+    mut window: ReplyWindow,
+) -> RedisResult<Vec<Value>> {
+    let connection = match &mut node.connection {
+        Some(connection) => connection,
+        None => {
+            let connection = node
+                .connection
+                .insert(connect(config, &node.addr, window.deadline)?);
+            window = window.reopened();
+            connection
+        }
+    };
+    let result = if prefix.is_empty() {
+        connection.exchange(packed, 0, count, window)
+    } else {
+        let mut with_prefix = Vec::with_capacity(prefix.len() + packed.len());
+        with_prefix.extend_from_slice(prefix);
+        with_prefix.extend_from_slice(packed);
+        connection.exchange(&with_prefix, 1, count, window)
+    };
+    match &result {
+        Err(_) => node.connection = None,
+        // The connection's buffers keep the size of its largest exchange:
+        // after a big session, let them go rather than keep them for the
+        // worker's life; the freed heap goes back to the system once the
+        // caller has dropped the replies too.
+        Ok(replies) if packed.len() + reply_bytes(replies) > LARGE_EXCHANGE => {
+            node.connection = None;
+            TRIM_PENDING.set(true);
+        }
+        Ok(_) => {}
+    }
+    result
+}
+
+/// A connection whose connect, TLS handshake and AUTH end by `deadline`,
+/// and at the latest after the connect timeout.
+fn connect(config: &ConnectionConfig, addr: &NodeAddr, deadline: Instant) -> RedisResult<Link> {
+    let now = Instant::now();
+    let deadline = (now + config.connect_timeout).min(deadline);
+    if now >= deadline {
+        return Err(out_of_time("no time left to connect"));
+    }
+    Link::open(config, addr, deadline)
 }
 
 fn out_of_time(what: &'static str) -> RedisError {
@@ -643,6 +741,8 @@ pub fn is_transient(err: &RedisError) -> bool {
             || err.is_connection_dropped())
 }
 
+mod fallback;
+pub use fallback::ReadFrom;
 #[cfg(test)]
 mod server_replies;
 

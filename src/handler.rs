@@ -4,19 +4,20 @@
 //! `session.*`), data as bytes, failures go out as errors whose text becomes
 //! the PHP warning.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
 
+use crate::cluster::{ReadFrom, Unreachable};
 use crate::config::ConnectionConfig;
 use crate::keys;
 use crate::lock::{self, Acquired, HeldLock, Save};
-use crate::save_path;
+use crate::save_path::{self, Failover};
 use crate::settings::Settings;
 use crate::stats;
-use crate::store::{ClusterStore, LockStore, SessionStore};
+use crate::store::{ClusterStore, LockStore, PrimaryUnreachable, SessionStore};
 
 /// How many fresh ids `create_sid` tries in strict mode before giving up.
 const SID_ATTEMPTS: usize = 3;
@@ -29,6 +30,12 @@ pub struct SessionHandler<S> {
     key_missing: bool,
     /// The session lock, from the read until it is released.
     lock: Option<HeldLock>,
+    /// `failover=error`: a session its primary cannot serve is read elsewhere.
+    may_fall_back: bool,
+    /// A read `validate_sid` had to make elsewhere, for `read` to serve.
+    fallback_read: Option<FallbackRead>,
+    /// The session was read elsewhere: it is never written.
+    read_only: bool,
     /// Warnings and notices for PHP from the last hook.
     messages: Vec<Message>,
 }
@@ -43,6 +50,38 @@ pub struct LockInfo {
 pub enum Message {
     Warning(String),
     Notice(String),
+}
+
+/// A session read where its primary could not serve it: the key, the data,
+/// why and from where.
+struct FallbackRead {
+    key: Vec<u8>,
+    data: Option<Vec<u8>>,
+    why: Unreachable,
+    from: ReadFrom,
+}
+
+thread_local! {
+    /// Whether the session the last `open` began is served read-only, for
+    /// `rediscluster_session_read_only()`; false again at the request's end.
+    static READ_ONLY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the session this request opened last is read-only.
+pub fn session_read_only() -> bool {
+    READ_ONLY.get()
+}
+
+/// The request ended: a later one has not opened a session yet.
+pub fn request_ended() {
+    READ_ONLY.set(false);
+}
+
+/// The error a hook that writes gives for a read-only session.
+fn read_only_refusal(what: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "Unable to {what}: the session is read only (its primary could not serve it at session_start(), failover=error)"
+    )
 }
 
 /// `rediscluster_session.lock_wait_notice_ms`: names the session by a hash,
@@ -72,8 +111,8 @@ fn lock_lost() -> Result<()> {
     bail!("Session lock expired")
 }
 
-/// A save_path's text, its key prefix and its cluster.
-type OpenedPath = (String, Rc<[u8]>, Rc<ConnectionConfig>);
+/// A save_path's text, its key prefix, its cluster and its `failover`.
+type OpenedPath = (String, Rc<[u8]>, Rc<ConnectionConfig>, Failover);
 
 thread_local! {
     /// The last save_path opened, parsed: a worker opens the same one on every
@@ -84,22 +123,33 @@ thread_local! {
 impl SessionHandler<ClusterStore> {
     /// Parses the save_path; the cluster is contacted on first use.
     pub fn open(save_path: &str, settings: Settings) -> Result<Self> {
-        let (prefix, config) = LAST_OPENED.with_borrow_mut(|last| -> Result<_> {
-            if let Some((text, prefix, config)) = last.as_ref()
+        let mut notice = None;
+        let (prefix, config, failover) = LAST_OPENED.with_borrow_mut(|last| -> Result<_> {
+            if let Some((text, prefix, config, failover)) = last.as_ref()
                 && text == save_path
             {
-                return Ok((prefix.clone(), config.clone()));
+                return Ok((prefix.clone(), config.clone(), *failover));
             }
             let path = save_path::parse(save_path)?;
             let config = Rc::new(ConnectionConfig::from(&path));
             let prefix: Rc<[u8]> = path.prefix.into();
-            *last = Some((save_path.to_owned(), prefix.clone(), config.clone()));
-            Ok((prefix, config))
+            if path.failover == Failover::Distribute {
+                notice = Some(Message::Notice(
+                    "rediscluster: failover=distribute and distribute_slaves act as failover=error: a session is read from a replica only when its primary cannot serve it".into(),
+                ));
+            }
+            *last = Some((save_path.to_owned(), prefix.clone(), config.clone(), path.failover));
+            Ok((prefix, config, path.failover))
         })?;
+        READ_ONLY.set(false);
+        let may_fall_back = failover != Failover::None;
         let mut store = ClusterStore::new(config);
         // session_start()'s one budget: validate_sid or create_sid, then read.
-        store.start_budget();
-        Ok(Self::with_store(store, prefix, settings))
+        store.start_budget(may_fall_back);
+        let mut handler = Self::with_store(store, prefix, settings);
+        handler.may_fall_back = may_fall_back;
+        handler.messages.extend(notice);
+        Ok(handler)
     }
 
     /// Whether the session's lock is held, for how much longer and how many
@@ -144,6 +194,9 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
             settings,
             key_missing: false,
             lock: None,
+            may_fall_back: false,
+            fallback_read: None,
+            read_only: false,
             messages,
         }
     }
@@ -170,21 +223,84 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     }
 
     /// The session data; a missing session is empty data, not an error. With
-    /// locking on, the lock is taken first and the data read under it.
+    /// locking on, the lock is taken first and the data read under it. With
+    /// `failover=error`, a session its primary cannot serve is read elsewhere
+    /// and served read-only.
     pub fn read(&mut self, sid: &[u8]) -> Result<Vec<u8>> {
         self.notice_clamped_ttl();
         let key = self.key(sid)?;
+        let data = match self.fallback_read.take().filter(|read| read.key == key) {
+            Some(read) => self.serve_read_only(sid, read),
+            None => match self.read_from_primary(sid, &key) {
+                Err(err) => {
+                    let read = self.read_elsewhere(key, err)?;
+                    self.serve_read_only(sid, read)
+                }
+                Ok(data) => data,
+            },
+        };
+        self.key_missing = data.is_none();
+        Ok(self
+            .settings
+            .compression
+            .decompress(data.unwrap_or_default()))
+    }
+
+    /// `failover=error`: when `err` says the primary could not serve `key`,
+    /// reads it where it still can be; otherwise, or when nowhere can, the
+    /// request fails.
+    fn read_elsewhere(&mut self, key: Vec<u8>, err: anyhow::Error) -> Result<FallbackRead> {
+        let Some(why) = err
+            .downcast_ref::<PrimaryUnreachable>()
+            .filter(|_| self.may_fall_back)
+            .map(|unreachable| unreachable.why)
+        else {
+            return Err(err);
+        };
+        let max_lag = self.settings.fallback_max_lag;
+        match self
+            .store
+            .read_fallback(&key, why == Unreachable::ClusterDown, max_lag)
+        {
+            Ok((data, from)) => Ok(FallbackRead {
+                key,
+                data,
+                why,
+                from,
+            }),
+            Err(fallback_err) => bail!("{err}; failover=error: {fallback_err}"),
+        }
+    }
+
+    /// The session read elsewhere, from now on read only, with a warning.
+    fn serve_read_only(&mut self, sid: &[u8], read: FallbackRead) -> Option<Vec<u8>> {
+        self.read_only = true;
+        READ_ONLY.set(true);
+        let from = match read.from {
+            ReadFrom::Primary => "its primary, which serves reads only",
+            ReadFrom::Replica => "a replica",
+        };
+        self.messages.push(Message::Warning(format!(
+            "Session {} is read only: its primary could not serve it ({}), so it was read from {from} (failover=error)",
+            session_digest(sid),
+            read.why.reason(),
+        )));
+        read.data
+    }
+
+    /// The session data from its primary, under the lock when locking is on.
+    fn read_from_primary(&mut self, sid: &[u8], key: &[u8]) -> Result<Option<Vec<u8>>> {
         let settings = &self.settings;
         let refresh = settings.early_refresh.then_some(settings.session_ttl);
         // A lock taken over from a re-open for another id is not this one's.
-        if let Some(held) = self.lock.take_if(|held| held.keys.data != key) {
+        if let Some(held) = self.lock.take_if(|held| held.keys.data != *key) {
             lock::release(&mut self.store, &held)?;
         }
         let data = match &settings.lock {
             Some(lock_settings) if self.lock.is_none() => {
                 let (acquired, waited) = lock::acquire_and_read(
                     &mut self.store,
-                    keys::LockKeys::new(&key)?,
+                    keys::LockKeys::new(key)?,
                     lock_settings,
                     refresh,
                 )?;
@@ -220,20 +336,19 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
                     }
                 }
             }
-            _ => self.store.get(&key, refresh)?,
+            _ => self.store.get(key, refresh)?,
         };
-        self.key_missing = data.is_none();
-        Ok(self
-            .settings
-            .compression
-            .decompress(data.unwrap_or_default()))
+        Ok(data)
     }
 
     /// Stores the data. With locking on, only while our lock is still held,
     /// atomically, and the lock is released in the same call: PHP always
     /// closes right after its final write.
     pub fn write(&mut self, sid: &[u8], data: &[u8]) -> Result<()> {
-        self.store.start_budget();
+        if self.read_only {
+            return Err(read_only_refusal("write session"));
+        }
+        self.store.start_budget(false);
         self.notice_clamped_ttl();
         let key = self.key(sid)?;
         let compression = self.settings.compression;
@@ -273,8 +388,13 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     /// the read already did (early_refresh); rewrite the data if the key is
     /// gone (only under our lock when locking is on). A held lock is released
     /// in the same call; one lost meanwhile warns as in [`Self::write`].
+    /// A read-only session's is skipped: its data did not change, and its
+    /// primary could not serve it a moment ago.
     pub fn update_timestamp(&mut self, sid: &[u8], data: &[u8]) -> Result<()> {
-        self.store.start_budget();
+        if self.read_only {
+            return Ok(());
+        }
+        self.store.start_budget(false);
         let key = self.key(sid)?;
         let refreshed = self.settings.early_refresh && !self.key_missing;
         let compression = self.settings.compression;
@@ -302,16 +422,30 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
 
     /// Strict mode: whether a session with this id exists. Ids PHP would not
     /// have generated are simply unknown.
+    /// With `failover=error`, a session its primary cannot tell of is looked
+    /// up where it can be read, and that read serves `read`.
     pub fn validate_sid(&mut self, sid: &[u8]) -> Result<bool> {
-        match self.key(sid) {
-            Ok(key) => self.store.exists(&key),
-            Err(_) => Ok(false),
+        let Ok(key) = self.key(sid) else {
+            return Ok(false);
+        };
+        match self.store.exists(&key) {
+            Err(err) => {
+                let read = self.read_elsewhere(key, err)?;
+                let exists = read.data.is_some();
+                self.fallback_read = Some(read);
+                Ok(exists)
+            }
+            exists => exists,
         }
     }
 
     /// A new id from PHP's generator (`generate`). In strict mode it must be
     /// unused; nothing is stored to reserve it, so no orphan keys are left.
+    /// A read-only session gets none: `session_regenerate_id()` fails.
     pub fn create_sid(&mut self, mut generate: impl FnMut() -> Result<Vec<u8>>) -> Result<Vec<u8>> {
+        if self.read_only {
+            return Err(read_only_refusal("create a new session id"));
+        }
         if !self.settings.use_strict_mode {
             return generate();
         }
@@ -326,7 +460,10 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
 
     /// Deletes the session, and releases our lock in the same call.
     pub fn destroy(&mut self, sid: &[u8]) -> Result<()> {
-        self.store.start_budget();
+        if self.read_only {
+            return Err(read_only_refusal("destroy session"));
+        }
+        self.store.start_budget(false);
         let key = self.key(sid)?;
         match self.lock.as_ref().filter(|held| held.keys.data == key) {
             Some(held) => {
@@ -341,7 +478,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     /// Releases a lock that no write released: session_abort(),
     /// read_and_close, a write that failed in transit, a fatal error.
     pub fn close(&mut self) -> Result<()> {
-        self.store.start_budget();
+        self.store.start_budget(false);
         match self.lock.take() {
             Some(held) => lock::release(&mut self.store, &held).map(drop),
             None => Ok(()),

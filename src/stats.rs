@@ -8,6 +8,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
+use crate::cluster::ReadFrom;
 use crate::settings::ReleaseCommand;
 
 /// Why a command to the cluster failed, as far as an operator cares.
@@ -82,6 +83,8 @@ struct Counters {
     writes_refused_lock_lost: AtomicU64,
     releases: [AtomicU64; RELEASE_COMMANDS.len()],
     release_fallbacks: AtomicU64,
+    /// failover=error reads, by where they were served: primary, replica.
+    fallback_reads: [AtomicU64; 2],
     connects: AtomicU64,
     errors: [AtomicU64; ErrorKind::ALL.len()],
 }
@@ -100,6 +103,7 @@ impl Counters {
             writes_refused_lock_lost: AtomicU64::new(0),
             releases: [const { AtomicU64::new(0) }; RELEASE_COMMANDS.len()],
             release_fallbacks: AtomicU64::new(0),
+            fallback_reads: [const { AtomicU64::new(0) }; 2],
             connects: AtomicU64::new(0),
             errors: [const { AtomicU64::new(0) }; ErrorKind::ALL.len()],
         }
@@ -277,6 +281,15 @@ pub fn release_fell_back() {
     bump(|c| &c.release_fallbacks);
 }
 
+/// Where failover=error's reads were served, in the counters' order.
+const READ_FROM: [ReadFrom; 2] = [ReadFrom::Primary, ReadFrom::Replica];
+
+/// A session served read-only (failover=error), read from `from`.
+pub fn fallback_read(from: ReadFrom) {
+    let index = usize::from(from == ReadFrom::Replica);
+    bump(|c| &c.fallback_reads[index]);
+}
+
 /// A cluster set up in this process: its slot map and connections, kept.
 pub fn connected() {
     bump(|c| &c.connects);
@@ -333,6 +346,16 @@ pub fn snapshot() -> Vec<(&'static str, Stat)> {
         (
             "release_fallbacks",
             Stat::Count(get(&LOCAL.release_fallbacks)),
+        ),
+        (
+            "fallback_reads",
+            Stat::Group(
+                READ_FROM
+                    .iter()
+                    .zip(&LOCAL.fallback_reads)
+                    .map(|(from, counter)| (from.name(), get(counter)))
+                    .collect(),
+            ),
         ),
         ("connects", Stat::Count(connects)),
         ("reconnects", Stat::Count(connects.saturating_sub(1))),
@@ -420,6 +443,13 @@ pub fn prometheus_text() -> String {
         "counter",
         "Locks released, by command (lua: any release by a script).",
         &by("cmd", &commands, &c.releases),
+    );
+    let sources: Vec<&str> = READ_FROM.iter().map(|from| from.name()).collect();
+    family(
+        "fallback_reads_total",
+        "counter",
+        "Sessions served read-only (failover=error) because their primary could not serve them, by where they were read.",
+        &by("from", &sources, &c.fallback_reads),
     );
     let kinds: Vec<&str> = ErrorKind::ALL.iter().map(|kind| kind.name()).collect();
     family(

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, anyhow, bail};
 use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
 
-use crate::cluster::{Cluster, Request, is_redirect, is_transient};
+use crate::cluster::{Cluster, ReadFrom, Request, Unreachable, is_redirect, is_transient};
 use crate::config::ConnectionConfig;
 use crate::keys::hash_slot;
 use crate::resp::{Decimal, pack, packed};
@@ -51,8 +51,21 @@ pub trait SessionStore {
     /// Starts one time budget (connect timeout + read timeout) that every
     /// request until the next call shares: a hook gives up within it, however
     /// many requests, retries and nodes it takes. Time a blocking command
-    /// spent waiting on a node that answered is added to it.
-    fn start_budget(&mut self);
+    /// spent waiting on a node that answered is added to it. With
+    /// `may_fall_back` (`failover=error`), requests to a primary leave part of
+    /// it ([`fallback_reserve`]) to [`Self::read_fallback`], give up at once on
+    /// `CLUSTERDOWN` or a refused primary, and fail with [`PrimaryUnreachable`].
+    fn start_budget(&mut self, may_fall_back: bool);
+    /// GET of `key` where a request its primary could not serve can still be
+    /// answered: the primary when it answered (`primary_answered`, a
+    /// `CLUSTERDOWN`), else a replica of the slot whose link to the primary
+    /// has not been down longer than `max_lag`. Within the budget.
+    fn read_fallback(
+        &mut self,
+        key: &[u8],
+        primary_answered: bool,
+        max_lag: Duration,
+    ) -> Result<(Option<Vec<u8>>, ReadFrom)>;
     /// GET, or GETEX with a new TTL when `refresh` is set.
     fn get(&mut self, key: &[u8], refresh: Option<Duration>) -> Result<Option<Vec<u8>>>;
     /// SET with EX.
@@ -123,6 +136,29 @@ pub struct ClusterStore {
     /// The end of the budget [`SessionStore::start_budget`] started; without
     /// one, each request has a budget of its own.
     deadline: Cell<Option<Instant>>,
+    may_fall_back: bool,
+}
+
+/// A request its slot's primary could not serve, when the session may be
+/// read elsewhere (`failover=error`).
+#[derive(Debug)]
+pub struct PrimaryUnreachable {
+    pub why: Unreachable,
+    text: String,
+}
+
+impl std::fmt::Display for PrimaryUnreachable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::error::Error for PrimaryUnreachable {}
+
+/// What a budget keeps for a fallback read when its primary hangs: on a
+/// refused connection or `CLUSTERDOWN` the request gives up sooner anyway.
+pub fn fallback_reserve(read_timeout: Duration) -> Duration {
+    (read_timeout / 2).min(Duration::from_millis(300))
 }
 
 impl ClusterStore {
@@ -130,6 +166,7 @@ impl ClusterStore {
         ClusterStore {
             config,
             deadline: Cell::new(None),
+            may_fall_back: false,
         }
     }
 
@@ -184,16 +221,23 @@ impl ClusterStore {
         let budget_end = self.deadline.get();
         // A warm request reads the clock once, in the exchange.
         let started = (budget_end.is_none() || !block.is_zero()).then(Instant::now);
+        let deadline = budget_end
+            .unwrap_or_else(|| started.unwrap_or_else(Instant::now) + self.budget())
+            + block;
         let request = Request {
             slot: hash_slot(key),
             packed,
             count,
             reply_timeout: self.config.read_timeout + block,
-            deadline: budget_end
-                .unwrap_or_else(|| started.unwrap_or_else(Instant::now) + self.budget())
-                + block,
+            deadline: match self.may_fall_back {
+                true => deadline
+                    .checked_sub(fallback_reserve(self.config.read_timeout))
+                    .unwrap_or(deadline),
+                false => deadline,
+            },
             retry_broken: block.is_zero(),
             follow_redirects,
+            may_fall_back: self.may_fall_back,
         };
         let result = self.with_cluster(|cluster| cluster.request(&request));
         if let (Some(end), Some(started)) = (budget_end, started)
@@ -208,7 +252,14 @@ impl ClusterStore {
             } else {
                 "Error communicating with the Redis Cluster"
             };
-            failed(&failure.error, context)
+            let error = failed(&failure.error, context);
+            match failure.unreachable.filter(|_| self.may_fall_back) {
+                Some(why) => anyhow::Error::new(PrimaryUnreachable {
+                    why,
+                    text: error.to_string(),
+                }),
+                None => error,
+            }
         })
     }
 
@@ -268,7 +319,7 @@ impl ClusterStore {
             replies = send("EVAL", script.source())?;
         }
         let mut replies = replies.into_iter();
-        let first = reply(replies.next())?;
+        let first = reply(replies.next()).map_err(|err| self.script_refused(err))?;
         let acked = match ack {
             Some(_) => Some(acked(replies.next())?),
             None => None,
@@ -290,6 +341,19 @@ impl ClusterStore {
             Reply::Int(waiting) => Ok((ttl, waiting.unsigned_abs())),
             other => Err(unexpected("ZCARD", &other)),
         }
+    }
+
+    /// A script the cluster refused because it is down: Redis and Valkey
+    /// word it as a script error, not `CLUSTERDOWN`, and the primary may
+    /// still serve reads (`cluster-allow-reads-when-down`).
+    fn script_refused(&self, err: anyhow::Error) -> anyhow::Error {
+        if self.may_fall_back && err.to_string().contains("while the cluster is down") {
+            return anyhow::Error::new(PrimaryUnreachable {
+                why: Unreachable::ClusterDown,
+                text: err.to_string(),
+            });
+        }
+        err
     }
 
     pub fn same_cluster(&self, other: &ClusterStore) -> bool {
@@ -392,8 +456,40 @@ fn set_command(key: &[u8], value: &[u8], ttl: Duration) -> Vec<u8> {
 }
 
 impl SessionStore for ClusterStore {
-    fn start_budget(&mut self) {
+    fn start_budget(&mut self, may_fall_back: bool) {
         self.deadline.set(Some(Instant::now() + self.budget()));
+        self.may_fall_back = may_fall_back;
+    }
+
+    fn read_fallback(
+        &mut self,
+        key: &[u8],
+        primary_answered: bool,
+        max_lag: Duration,
+    ) -> Result<(Option<Vec<u8>>, ReadFrom)> {
+        let mut command = Vec::new();
+        pack_get(&mut command, key, None);
+        let deadline = self
+            .deadline
+            .get()
+            .unwrap_or_else(|| Instant::now() + self.budget());
+        let (value, from) = self
+            .with_cluster(|cluster| {
+                cluster.read_fallback(
+                    hash_slot(key),
+                    &command,
+                    primary_answered,
+                    max_lag,
+                    deadline,
+                )
+            })
+            .map_err(|err| failed(&err, "no replica could serve it"))?;
+        stats::fallback_read(from);
+        match reply(Some(value))? {
+            Reply::Data(data) => Ok((Some(data), from)),
+            Reply::Nil => Ok((None, from)),
+            other => Err(unexpected("GET", &other)),
+        }
     }
 
     fn get(&mut self, key: &[u8], refresh: Option<Duration>) -> Result<Option<Vec<u8>>> {

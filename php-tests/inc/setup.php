@@ -155,13 +155,15 @@ function rcs_spawn(string $code, array $ini = [], ?array $load = null): array {
     $cmd = rcs_php_command(rcs_session_ini($ini), $load);
     $cmd[] = $script;
     $env = ['RCS_PREFIX' => rcs_prefix()] + getenv();
-    $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['redirect', 1]], $pipes, null, $env);
-    return [$proc, $pipes[1], $script];
+    $proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['redirect', 1]], $pipes, null, $env);
+    // Its standard input, for a child that takes orders line by line.
+    return [$proc, $pipes[1], $script, $pipes[0]];
 }
 
 /** Waits for a child from rcs_spawn and returns its output. */
 function rcs_wait(array $child): string {
-    [$proc, $out, $script] = $child;
+    [$proc, $out, $script, $in] = $child;
+    fclose($in);
     $output = stream_get_contents($out);
     fclose($out);
     proc_close($proc);

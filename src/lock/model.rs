@@ -10,9 +10,9 @@
 //! client acts at once between calls and only its holds and BLPOPs last.
 //!
 //! With `fallback` (`failover=error`), an acquire call that fails for good
-//! (its reply lost twice: the primary unreachable) serves the session
-//! read-only from the replica, never writes, and at close lets go of what
-//! the failed call may have taken, as every failed call does.
+//! (its reply lost twice: the primary unreachable) lets go of what it may
+//! have taken, as every failed call does, then serves the session read-only
+//! from the replica and never writes.
 //!
 //! The adversary: a client crashes at any point; a reply is lost after the
 //! server applied the call (the client repeats it once, as the cluster client
@@ -102,7 +102,7 @@ enum Phase {
     },
     Holding,
     /// Serving the session read from the replica after a failed acquire
-    /// call (`fallback`); its close goes to `Cleanup`.
+    /// call and its cleanup (`fallback`); its close calls nothing.
     ReadOnly,
     Saving(Op),
     /// `release()` with DELIFEQ: the native delete, then the script if anyone waits.
@@ -127,6 +127,9 @@ struct Client {
     read: Option<u64>,
     /// A reply of the current call was lost once: another loss fails it.
     retried: bool,
+    /// Its acquire call failed for good with `fallback`: after the cleanup
+    /// it reads the replica.
+    falls_back: bool,
     /// History of the current acquisition.
     applied_under_lock: bool,
     /// Until when (server ms) the lock it took was its own, by its TTL then.
@@ -365,11 +368,7 @@ impl LockModel {
                     state.queued_count += 1;
                 }
                 if !delivered(&mut client, lost) {
-                    if self.fallback && client.phase == Phase::Cleanup {
-                        let replica_data = state.replica.get_str(&k.data);
-                        client.read = Some(counter(replica_data));
-                        client.phase = Phase::ReadOnly;
-                    }
+                    client.falls_back = self.fallback && client.phase == Phase::Cleanup;
                 } else {
                     let acquisition = client.acquisition.as_mut().unwrap();
                     match acquisition.attempt_replied(reply, wait) {
@@ -517,14 +516,18 @@ impl LockModel {
                 if reply.is_none() {
                     return;
                 }
-                if !lost || client.retried {
-                    self.finish(&mut client);
-                } else {
+                if lost && !client.retried {
                     client.retried = true;
+                } else if std::mem::take(&mut client.falls_back) {
+                    client.retried = false;
+                    client.read = Some(counter(state.replica.get_str(&k.data)));
+                    client.phase = Phase::ReadOnly;
+                } else {
+                    self.finish(&mut client);
                 }
             }
-            // Its close: no call of its own; what it may hold goes in Cleanup.
-            Phase::ReadOnly => client.phase = Phase::Cleanup,
+            // Its close: nothing to let go of, no call.
+            Phase::ReadOnly => self.finish(&mut client),
             Phase::Holding | Phase::Dead => unreachable!(),
         }
         state.clients[c] = client;
@@ -686,6 +689,7 @@ impl Model for LockModel {
                     deadline: None,
                     waited: false,
                     read: None,
+                    falls_back: false,
                     retried: false,
                     applied_under_lock: false,
                     lock_until: None,

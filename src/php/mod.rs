@@ -21,5 +21,6 @@ mod ini;
 mod lock_info;
 mod metrics;
 mod module;
+mod read_only;
 mod secrets;
 mod stats;

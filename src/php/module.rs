@@ -22,6 +22,7 @@ use super::ini::{self, PhpIni};
 use super::lock_info;
 use super::metrics;
 use super::no_unwind;
+use super::read_only;
 use super::secrets;
 use super::stats;
 use crate::settings::{INI_DEFAULTS, IniSource};
@@ -83,10 +84,12 @@ pub extern "C" fn get_module() -> *mut ModuleEntry {
                 ModuleBuilder::new("rediscluster_session", env!("CARGO_PKG_VERSION"))
                     .startup_function(minit)
                     .shutdown_function(mshutdown)
+                    .request_shutdown_function(rshutdown)
                     .info_function(info)
                     .function(stats::function())
                     .function(lock_info::function())
                     .function(metrics::function())
+                    .function(read_only::function())
                     .try_into()
                     .expect(
                         "the module entry has no functions or classes that could fail to build",
@@ -111,6 +114,14 @@ unsafe extern "C" fn minit(_type: i32, module_number: i32) -> i32 {
         secrets::mask_in_phpinfo();
         // SAFETY: a 'static module that PHP may keep for the life of the process.
         unsafe { php_session_register_module(&SESSION_MODULE.0) }
+    })
+}
+
+/// A request's end: the next one has not opened a session yet.
+unsafe extern "C" fn rshutdown(_type: i32, _module_number: i32) -> i32 {
+    no_unwind(FAILURE, || {
+        crate::handler::request_ended();
+        SUCCESS
     })
 }
 
