@@ -1,5 +1,5 @@
 --TEST--
-The module loads, depends on session, registers the handler, phpredis's INI names and its own, and the stats and lock_info functions
+The module loads, depends on session, registers the handler, phpredis's INI names and its own, and the stats, lock_info, metrics and read_only functions
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';
@@ -21,7 +21,8 @@ preg_match('/rediscluster_session support.*?(?=\n\n)/s', $info, $m);
 echo $m[0], "\n";
 preg_match('/Registered save handlers => (.*)/', $info, $m);
 echo $m[0], "\n";
-var_dump(function_exists('rediscluster_session_stats'), function_exists('rediscluster_session_lock_info'));
+var_dump(function_exists('rediscluster_session_stats'), function_exists('rediscluster_session_lock_info'),
+    function_exists('rediscluster_session_metrics'), rediscluster_session_read_only());
 ?>
 --EXPECTF--
 bool(true)
@@ -71,9 +72,12 @@ stats: waiters_rejected => 0
 stats: writes_refused_lock_lost => 0
 stats: releases => lua=0, delex=0, delifeq=0
 stats: release_fallbacks => 0
+stats: fallback_reads => primary=0, replica=0
 stats: connects => 0
 stats: reconnects => 0
 stats: errors => io=0, timeout=0, cluster=0, auth=0, tls=0, oom=0, server=0
 Registered save handlers => files user rediscluster 
 bool(true)
 bool(true)
+bool(true)
+bool(false)

@@ -207,7 +207,7 @@ cluster down: true
     warning: Error communicating with the Redis Cluster: Connection refused (os error 111)
     warning: Failed to read session data: rediscluster (path: %sfailover=none%s)
   %s locked: {"started":false,"within the budget":true}
-    warning: Error communicating with the Redis Cluster: ResponseError: Script attempted to execute a write command while the cluster is down%s
+    warning: Error communicating with the Redis Cluster: the cluster did not settle in time%s
     warning: Failed to read session data: rediscluster (path: %sfailover=none%s)
 fallback reads: {"primary":0,"replica":0} {"primary":1,"replica":1}
 its replica lagging past fallback_max_lag=1:

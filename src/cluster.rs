@@ -9,9 +9,10 @@
 //!   `ASKING` and the request there, once; the map is not changed.
 //! - `TRYAGAIN`: the slot is migrating and only some of our keys have moved:
 //!   the same request again after a short pause, until the migration ends.
-//! - `CLUSTERDOWN`, `MASTERDOWN`, `LOADING`, `READONLY` and broken or hung
-//!   connections: a failover or restart is under way; the map is fetched
-//!   again and the request retried.
+//! - `CLUSTERDOWN` (or a script refused "while the cluster is down"),
+//!   `MASTERDOWN`, `LOADING`, `READONLY` and broken or hung connections: a
+//!   failover or restart is under way; the map is fetched again and the
+//!   request retried.
 //!
 //! None of these replies means the request ran, except an I/O error, which
 //! may come after it ran: the session protocol makes every request safe to
@@ -379,6 +380,7 @@ impl Cluster {
             },
             ErrorKind::Server(ServerErrorKind::TryAgain) => Next::Again(TRYAGAIN_PAUSE),
             ErrorKind::Server(ServerErrorKind::ClusterDown) => Next::Down(error),
+            _ if is_script_cluster_down(&error) => Next::Down(error),
             _ => Next::Refresh(RECOVERY_PAUSE),
         }
     }
@@ -598,8 +600,12 @@ fn out_of_time(what: &'static str) -> RedisError {
 /// A reply that asks for another node, another try or a fresh slot map:
 /// the command did not run.
 pub fn is_redirect(reply: &Value) -> bool {
-    matches!(reply, Value::ServerError(error) if matches!(
-        RedisError::from(error.clone()).kind(),
+    let Value::ServerError(error) = reply else {
+        return false;
+    };
+    let error = RedisError::from(error.clone());
+    matches!(
+        error.kind(),
         ErrorKind::Server(
             ServerErrorKind::Moved
                 | ServerErrorKind::Ask
@@ -609,7 +615,14 @@ pub fn is_redirect(reply: &Value) -> bool {
                 | ServerErrorKind::BusyLoading
                 | ServerErrorKind::ReadOnly
         )
-    ))
+    ) || is_script_cluster_down(&error)
+}
+
+/// A script stopped at its first write because the cluster is down with
+/// `cluster-allow-reads-when-down`: Redis and Valkey word it as a script
+/// error, not `CLUSTERDOWN`, but nothing was written, as with `CLUSTERDOWN`.
+fn is_script_cluster_down(error: &RedisError) -> bool {
+    error.to_string().contains("while the cluster is down")
 }
 
 /// The bytes of string data in replies.

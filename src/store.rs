@@ -319,7 +319,7 @@ impl ClusterStore {
             replies = send("EVAL", script.source())?;
         }
         let mut replies = replies.into_iter();
-        let first = reply(replies.next()).map_err(|err| self.script_refused(err))?;
+        let first = reply(replies.next())?;
         let acked = match ack {
             Some(_) => Some(acked(replies.next())?),
             None => None,
@@ -341,19 +341,6 @@ impl ClusterStore {
             Reply::Int(waiting) => Ok((ttl, waiting.unsigned_abs())),
             other => Err(unexpected("ZCARD", &other)),
         }
-    }
-
-    /// A script the cluster refused because it is down: Redis and Valkey
-    /// word it as a script error, not `CLUSTERDOWN`, and the primary may
-    /// still serve reads (`cluster-allow-reads-when-down`).
-    fn script_refused(&self, err: anyhow::Error) -> anyhow::Error {
-        if self.may_fall_back && err.to_string().contains("while the cluster is down") {
-            return anyhow::Error::new(PrimaryUnreachable {
-                why: Unreachable::ClusterDown,
-                text: err.to_string(),
-            });
-        }
-        err
     }
 
     pub fn same_cluster(&self, other: &ClusterStore) -> bool {

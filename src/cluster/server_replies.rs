@@ -385,6 +385,54 @@ fn cluster_down_and_loading_are_waited_out() {
     assert!(is_transient(&error));
 }
 
+/// With `cluster-allow-reads-when-down`, a down cluster serves reads and
+/// refuses writes: a plain write with `CLUSTERDOWN`, a script at its first
+/// write with a script error of its own words, which the router must wait
+/// out (or fall back on) as it does `CLUSTERDOWN`.
+#[test]
+#[ignore = "needs a cluster: scripts/test.sh"]
+fn a_down_cluster_that_serves_reads_refuses_writes_and_scripts_alike() {
+    let node = OwnNode::start(
+        "reads-when-down",
+        &[
+            "--cluster-enabled",
+            "yes",
+            "--cluster-allow-reads-when-down",
+            "yes",
+        ],
+    );
+    let mut raw = Raw::to(&node.addr);
+    // It owns the key's slot, but not all slots: its cluster is down.
+    let slot = hash_slot(b"k").to_string();
+    assert_eq!(raw.call(&["CLUSTER", "ADDSLOTS", &slot]), Value::Okay);
+    let started = Instant::now();
+    while !matches!(raw.call(&["CLUSTER", "INFO"]), Value::BulkString(info)
+        if String::from_utf8_lossy(&info).contains("cluster_state:fail"))
+    {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the cluster never went down"
+        );
+        sleep(Duration::from_millis(20));
+    }
+    assert_eq!(raw.call(&["GET", "k"]), Value::Nil);
+    let set = raw.call(&["SET", "k", "v"]);
+    assert!(is_redirect(&set), "{set:?}");
+    assert_eq!(
+        error(&set).kind(),
+        ErrorKind::Server(ServerErrorKind::ClusterDown)
+    );
+    let script = raw.call(&["EVAL", "return redis.call('SET', KEYS[1], 'v')", "1", "k"]);
+    assert!(is_redirect(&script), "{script:?}");
+    assert_eq!(raw.call(&["GET", "k"]), Value::Nil);
+    // Any other script error is the script's own.
+    let failed = raw.call(&["EVAL", "return redis.call('NOSUCHCOMMAND')", "0"]);
+    assert!(
+        matches!(failed, Value::ServerError(_)) && !is_redirect(&failed),
+        "{failed:?}"
+    );
+}
+
 #[test]
 #[ignore = "needs a cluster: scripts/test.sh"]
 fn a_busy_script_and_an_unblocked_pop_fail_the_request() {
