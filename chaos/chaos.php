@@ -7,6 +7,10 @@
 //   lagging   the replica frozen and cut off for 0.5 s, then its primary
 //             SIGKILLed, so the promoted replica misses that half second's writes
 //   lagging, write_replicas=1   the same with every write waiting for its replica
+//   kill failover=error  the kill again with failover=error, read_timeout=1,
+//             write_replicas=1 and cluster-allow-reads-when-down on: sessions
+//             are served read-only meanwhile; no session_start() may fail
+//   kill failover=none   the same without failover=error, for comparison
 //   reshard   (r1) the hot sessions' slots moved to another primary key by key,
 //             100 ms between keys, and back 7 s later
 //   atomic migration  (r3, Valkey 9) the same slots moved whole by the server
@@ -29,13 +33,18 @@ $nodes = array_map(fn($i) => '127.0.0.1:' . ($base + $i), range(0, 5));
 $workers = $short ? 4 : 6;
 $lock_expire = 10;
 $before_event = 2.0;
-// Each phase: seconds of load, and INI for its workers.
+// Each phase: seconds of load, and INI for its workers (save_path: what
+// goes after the default one's parameters, and wins).
+$read_only_ini = fn(string $failover) => ['rediscluster_session.write_replicas' => '1',
+    'save_path' => "failover=$failover&read_timeout=1"];
 $phases = [
     'graceful' => [$short ? 6 : 10, []],
     'kill' => [$short ? 8 : 12, []],
     'restart' => [$short ? 6 : 10, []],
     'lagging' => [$short ? 8 : 12, []],
     'lagging, write_replicas=1' => [$short ? 8 : 12, ['rediscluster_session.write_replicas' => '1']],
+    'kill failover=none' => [$short ? 8 : 12, $read_only_ini('none')],
+    'kill failover=error' => [$short ? 8 : 12, $read_only_ini('error')],
     // (r1) The hot sessions' slots move to another primary key by key, and back 7 s later.
     'reshard' => [14, []],
 ];
@@ -116,7 +125,9 @@ function stored_count(string $key): ?int {
 function spawn_worker(array $job, string $prefix, array $phase_ini, string $ext): array {
     global $nodes;
     $save_path = implode('&', array_map(fn($a) => "seed[]=$a", $nodes))
-        . '&timeout=0.5&read_timeout=2&prefix=' . urlencode($prefix);
+        . '&timeout=0.5&read_timeout=2&prefix=' . urlencode($prefix)
+        . (isset($phase_ini['save_path']) ? '&' . $phase_ini['save_path'] : '');
+    unset($phase_ini['save_path']);
     $ini = [
         'session.save_handler' => 'rediscluster', 'session.save_path' => $save_path,
         'session.use_cookies' => '0', 'session.use_only_cookies' => '0', 'session.cache_limiter' => '',
@@ -196,12 +207,18 @@ function run_phase(string $name, float $seconds, array $phase_ini, callable $eve
 
     $acked = [];
     $done = [];
+    $served = [];
+    $read_only = 0;
+    $longest_start = 0;
     $failures = ['start' => 0, 'write' => 0];
     $silent = 0;
     $texts = [];
     foreach ($results as $r) {
         foreach ($r['acked'] as $sid => $n) $acked[$sid] = ($acked[$sid] ?? 0) + $n;
         foreach ($r['done'] as $sid => $times) $done[$sid] = array_merge($done[$sid] ?? [], $times);
+        foreach ($r['served'] as $sid => $times) $served[$sid] = array_merge($served[$sid] ?? [], $times);
+        $read_only += $r['read_only'];
+        $longest_start = max($longest_start, $r['longest_start']);
         foreach ($r['failures'] as [, $stage, $warnings]) {
             $failures[$stage]++;
             if (!$warnings) $silent++;
@@ -221,18 +238,23 @@ function run_phase(string $name, float $seconds, array $phase_ini, callable $eve
         $lost += max(0, $n - $stored);
         $unacked_stored += max(0, $stored - $n);
     }
-    // The longest time a session went without a successful request, from the
-    // event on (every session is busy all the time, so any gap is a stall).
-    $stall = 0;
-    foreach ($done as $times) {
-        sort($times);
-        $times = array_values(array_filter($times, fn($t) => $t >= $event_ns));
-        $previous = $event_ns;
-        foreach ($times as $t) {
-            $stall = max($stall, $t - $previous);
-            $previous = $t;
+    // The longest time a session went without a successful request (or
+    // without a session_start() that served it, read-only included), from
+    // the event on (every session is busy all the time, so any gap is a stall).
+    $longest_gap = function (array $by_session) use ($event_ns): int {
+        $gap = 0;
+        foreach ($by_session as $times) {
+            sort($times);
+            $previous = $event_ns;
+            foreach (array_filter($times, fn($t) => $t >= $event_ns) as $t) {
+                $gap = max($gap, $t - $previous);
+                $previous = $t;
+            }
         }
-    }
+        return $gap;
+    };
+    $stall = $longest_gap($done);
+    $served_stall = $longest_gap($served);
     return [
         'phase' => $name,
         'event' => $event_text . ' after ' . ($event_seconds === null ? 'never' : round($event_seconds, 2) . ' s'),
@@ -246,6 +268,9 @@ function run_phase(string $name, float $seconds, array $phase_ini, callable $eve
         'lost acked' => $lost,
         'stored, not acked' => $unacked_stored,
         'longest session stall s' => round($stall / 1e9, 2),
+        'served read-only' => $read_only,
+        'longest unserved s' => round($served_stall / 1e9, 2),
+        'longest start s' => round($longest_start / 1e9, 2),
         'crashed or hung' => count(array_filter($ended, fn($how) => $how !== 'ok')),
         'ended' => array_values(array_filter($ended, fn($how) => $how !== 'ok')),
         'warnings' => $texts,
@@ -263,7 +288,7 @@ $events = [
         $took = wait_for(fn() => slot_owners($slot)[0] === $replicas[0], 10);
         return ["CLUSTER FAILOVER on $replicas[0] ($reply): primary moved", $took];
     },
-    'kill' => function (int $slot) use (&$killed) {
+    'kill' => $kill = function (int $slot) use (&$killed) {
         [$primary] = slot_owners($slot);
         $killed = $primary;
         cluster_script('kill-node', $primary);
@@ -290,6 +315,7 @@ $events['lagging'] = function (int $slot) use (&$killed) {
     return ["$replicas[0] frozen and cut off 0.5 s, then SIGKILL $primary: replica promoted", $took];
 };
 $events['lagging, write_replicas=1'] = $events['lagging'];
+$events['kill failover=none'] = $events['kill failover=error'] = $kill;
 $events['scale-out'] = function () {
     global $base;
     $started = microtime(true);
@@ -556,10 +582,14 @@ foreach ($argv as $arg) {
  * accident in a phase that counts acknowledged updates lost.
  */
 function set_node_timeout(int $ms): void {
+    set_on_every_node('cluster-node-timeout', (string)$ms);
+}
+
+function set_on_every_node(string $name, string $value): void {
     foreach (explode("\n", trim((string)any_node(['CLUSTER', 'NODES']))) as $line) {
         $addr = explode('@', explode(' ', $line)[1] ?? '')[0];
         try {
-            if ($addr !== '') Resp::send($addr, ['CONFIG', 'SET', 'cluster-node-timeout', (string)$ms]);
+            if ($addr !== '') Resp::send($addr, ['CONFIG', 'SET', $name, $value]);
         } catch (Throwable) {
             Resp::forget($addr);
         }
@@ -568,10 +598,13 @@ function set_node_timeout(int $ms): void {
 $rows = [];
 foreach ($phases as $name => [$seconds, $phase_ini]) {
     log_line("$flavor: phase $name, $workers workers, {$seconds} s");
-    $fails_over = in_array($name, ['kill', 'restart', 'lagging', 'lagging, write_replicas=1'], true);
+    $fails_over = in_array($name, ['kill', 'restart', 'lagging', 'lagging, write_replicas=1'], true)
+        || str_starts_with($name, 'kill failover=');
     set_node_timeout($fails_over ? 1000 : 15000);
+    $reads_when_down = str_starts_with($name, 'kill failover=');
+    set_on_every_node('cluster-allow-reads-when-down', $reads_when_down ? 'yes' : 'no');
     $rows[] = run_phase($name, $seconds, $phase_ini, $events[$name]);
-    if (str_starts_with($name, 'lagging')) {
+    if (str_starts_with($name, 'lagging') || $reads_when_down) {
         restart_node($killed);   // the next phase needs its replica back
     }
 }
@@ -596,8 +629,10 @@ sleep($lock_expire + 3);
 $stuck = count(lock_keys()) + $without_ttl;
 
 $columns = ['phase', 'ok', 'failed start', 'failed write', 'silent failures', 'lost acked', 'stored, not acked',
-    'longest session stall s', 'migration window s', 'crashed or hung'];
-echo "\n$flavor ($workers workers, locked cycles, lock_expire=$lock_expire s, cluster-node-timeout 1 s in kill, restart and lagging, 15 s elsewhere)\n\n";
+    'longest session stall s', 'served read-only', 'longest unserved s', 'longest start s', 'migration window s',
+    'crashed or hung'];
+echo "\n$flavor ($workers workers, locked cycles, lock_expire=$lock_expire s, timeout=0.5 and read_timeout=2 but"
+    . " read_timeout=1 in the failover= phases, cluster-node-timeout 1 s in kill, restart, lagging and failover=, 15 s elsewhere)\n\n";
 echo '| ', implode(' | ', $columns), " |\n|", str_repeat('---|', count($columns)), "\n";
 foreach ($rows as $row) echo '| ', implode(' | ', array_map(fn($c) => $row[$c], $columns)), " |\n";
 echo "\nlocks left after their TTL: $stuck\n";
@@ -640,7 +675,8 @@ foreach ($rows as $row) {
     // With write_replicas, every write while the replica is cut off fails on purpose.
     $allowed = $without_primary > 0 ? $workers * ((int)ceil($without_primary / 2) + 1) : 0;
     $failed = $row['failed start'] + $row['failed write'];
-    if ($failed > $allowed && !str_contains($row['phase'], 'write_replicas')) {
+    // Those phases compare failover=error's failures with failover=none's (below).
+    if ($failed > $allowed && !str_contains($row['phase'], 'write_replicas') && !str_contains($row['phase'], 'failover=')) {
         $broken[] = "{$row['phase']}: $failed failed requests (allowed $allowed)";
     }
 }
@@ -650,6 +686,20 @@ foreach (['reshard', 'atomic migration', 'scale-out', 'mixed'] as $phase) {
     if (isset($by_phase[$phase]) && $by_phase[$phase]['lost acked']) $broken[] = "$phase lost acknowledged updates";
 }
 if (($by_phase['lagging, write_replicas=1']['lost acked'] ?? 0)) $broken[] = 'write_replicas=1 lost acknowledged updates';
+foreach (['kill failover=none', 'kill failover=error'] as $phase) {
+    if ($by_phase[$phase]['lost acked'] ?? 0) $broken[] = "$phase (write_replicas=1) lost acknowledged updates";
+}
+// failover=error: every session_start() serves the session, read-only while
+// its primary cannot, each within the budget (timeout 0.5 s + read_timeout
+// 1 s; 0.5 s more for a noisy machine). A session goes unserved longer only
+// behind a write that was in flight at the kill: it rides out its own budget,
+// then its close's release another, so that no lock is left to its TTL.
+if ($row = $by_phase['kill failover=error'] ?? null) {
+    if ($row['failed start']) $broken[] = "kill failover=error: {$row['failed start']} session_start() failed";
+    if ($row['longest start s'] > 2.0) $broken[] = "kill failover=error: a session_start() took {$row['longest start s']} s (allowed 2 s)";
+    if ($row['longest unserved s'] > 3.5) $broken[] = "kill failover=error: a session went unserved {$row['longest unserved s']} s (allowed 3.5 s)";
+    if (!$row['served read-only']) $broken[] = 'kill failover=error: no session was served read-only: the scenario did not bite';
+}
 // Without write_replicas the frozen replica must have cost acknowledged updates,
 // or the phase above proved nothing.
 if (isset($by_phase['lagging']) && !$by_phase['lagging']['lost acked']) $broken[] = 'the lagging phase lost nothing: the scenario did not bite';

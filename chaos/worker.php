@@ -2,7 +2,9 @@
 // One chaos worker: locked session cycles until its time is up, alternating
 // between a session of its own and one shared by every worker. Prints one JSON
 // line: acknowledged increments per session, each successful cycle's end time,
-// and every failure with its warning.
+// each session_start() that served the session (read-only ones included), how
+// many were read-only (failover=error), the longest session_start(), and
+// every failure with its warning.
 //   php -n -d ...session INI... chaos/worker.php JOB_JSON
 $job = json_decode($argv[1], true, flags: JSON_THROW_ON_ERROR);
 $warnings = [];
@@ -14,6 +16,11 @@ set_error_handler(function (int $type, string $message) use (&$warnings) {
 $sessions = [$job['own'], $job['shared']];
 $acked = array_fill_keys($sessions, 0);
 $done = array_fill_keys($sessions, []);
+$served = array_fill_keys($sessions, []);
+$read_only = 0;
+$longest_start = 0;
+// The previous release (the mixed phase) lacks the function.
+$is_read_only = function_exists('rediscluster_session_read_only') ? 'rediscluster_session_read_only' : fn() => false;
 $failures = [];
 $wait = $job['start_ns'] - hrtime(true);
 if ($wait > 0) usleep(intdiv($wait, 1000));
@@ -22,11 +29,16 @@ for ($i = 0; hrtime(true) < $end; $i++) {
     $sid = $sessions[$i % 2];
     $warnings = [];
     session_id($sid);
-    if (!session_start()) {
+    $started_ns = hrtime(true);
+    $started = session_start();
+    $longest_start = max($longest_start, hrtime(true) - $started_ns);
+    if (!$started) {
         $failures[] = [hrtime(true), 'start', $warnings];
         usleep(20000);
         continue;
     }
+    $served[$sid][] = hrtime(true);
+    $read_only += (int)$is_read_only();
     $_SESSION['n'] = ($_SESSION['n'] ?? 0) + 1;
     session_write_close();
     if ($warnings) {
@@ -37,4 +49,5 @@ for ($i = 0; hrtime(true) < $end; $i++) {
     $done[$sid][] = hrtime(true);
     usleep(2000);
 }
-echo json_encode(['acked' => $acked, 'done' => $done, 'failures' => $failures]), "\n";
+echo json_encode(['acked' => $acked, 'done' => $done, 'served' => $served, 'read_only' => $read_only,
+    'longest_start' => $longest_start, 'failures' => $failures]), "\n";

@@ -58,7 +58,18 @@ impl Cluster {
                 Err(error) => last_error = Some(error),
             }
         }
-        for addr in self.replicas_of(slot).to_vec() {
+        let was = (primary != NO_OWNER).then(|| self.nodes[usize::from(primary)].addr.clone());
+        let mut candidates = self.replicas_of(slot).to_vec();
+        if candidates.is_empty() && self.refresh_map(deadline).is_ok() {
+            // A map caught mid-promotion lists the old primary without the
+            // replica taking its place: read that one as a replica would.
+            candidates = self.replicas_of(slot).to_vec();
+            let owner = self.slots[usize::from(slot)];
+            if owner != NO_OWNER && was.as_ref() != Some(&self.nodes[usize::from(owner)].addr) {
+                candidates.push(self.nodes[usize::from(owner)].addr.clone());
+            }
+        }
+        for addr in candidates {
             if Instant::now() >= deadline {
                 break;
             }
