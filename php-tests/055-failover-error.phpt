@@ -1,5 +1,5 @@
 --TEST--
-failover=error: a session whose primary is frozen, killed or CLUSTERDOWN is served read-only from a replica (or from the primary, which still serves reads) within timeout + read_timeout, its write, regenerate and destroy refused with a warning; a lagging replica is refused; primary and replica both down fail as before; failover=none fails as before; after the promotion the same worker writes again
+failover=error: a session whose primary is frozen, killed or CLUSTERDOWN is served read-only (locked, unlocked, strict mode) from a replica (or from the primary, which still serves reads) within timeout + read_timeout, its write, regenerate and destroy refused with a warning; a lagging replica is refused; primary and replica both down fail as before; failover=none fails as before; after the promotion the same worker writes again
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';
@@ -44,7 +44,8 @@ $worker = function (string $failover, array $ini = []) {
             $warnings[] = preg_replace("/^session_[a-z_]+\\(\\): /", "", $message); return true; });
         while (($line = fgets(STDIN)) !== false) {
             [$sid, $mode, $action] = explode(" ", trim($line)) + [2 => "write"];
-            ini_set("redis.session.locking_enabled", $mode === "locked" ? "1" : "0");
+            ini_set("redis.session.locking_enabled", $mode === "unlocked" ? "0" : "1");
+            ini_set("session.use_strict_mode", $mode === "strict" ? "1" : "0");
             $warnings = [];
             session_id($sid);
             $t = microtime(true);
@@ -84,6 +85,7 @@ $none = $worker('none');
 $cluster_node('pause-node', $primary);
 $ask($error, "$a locked");
 $ask($error, "$a unlocked");
+$ask($error, "$a strict");
 $ask($error, "$a locked regenerate");
 $ask($error, "$a locked destroy");
 $ask($none, "$a locked");
@@ -174,6 +176,10 @@ primary frozen (SIGSTOP):
     warning: Unable to write session: the session is read only (its primary could not serve it at session_start(), failover=error)
     warning: Failed to write session data%s
   %s unlocked: {"started":true,"within the budget":true,"read only":true,"n":1,"done":true}
+    warning: Session sha256:%x is read only: its primary could not serve it (no answer in time), so it was read from a replica (failover=error)
+    warning: Unable to write session: the session is read only (its primary could not serve it at session_start(), failover=error)
+    warning: Failed to write session data%s
+  %s strict: {"started":true,"within the budget":true,"read only":true,"n":1,"done":true}
     warning: Session sha256:%x is read only: its primary could not serve it (no answer in time), so it was read from a replica (failover=error)
     warning: Unable to write session: the session is read only (its primary could not serve it at session_start(), failover=error)
     warning: Failed to write session data%s
