@@ -15,7 +15,7 @@ use crate::config::ConnectionConfig;
 use crate::keys;
 use crate::lock::{self, Acquired, HeldLock, Save};
 use crate::save_path::{self, Failover};
-use crate::settings::Settings;
+use crate::settings::{self, IniSource, Settings};
 use crate::stats;
 use crate::store::{ClusterStore, LockStore, PrimaryUnreachable, SessionStore};
 
@@ -30,12 +30,12 @@ pub struct SessionHandler<S> {
     key_missing: bool,
     /// The session lock, from the read until it is released.
     lock: Option<HeldLock>,
-    /// `failover=error`: a session its primary cannot serve is read elsewhere.
-    may_fall_back: bool,
     /// A read `validate_sid` had to make elsewhere, for `read` to serve.
     fallback_read: Option<FallbackRead>,
     /// The session was read elsewhere: it is never written.
     read_only: bool,
+    /// For the settings read only when needed.
+    ini: &'static dyn IniSource,
     /// Warnings and notices for PHP from the last hook.
     messages: Vec<Message>,
 }
@@ -62,7 +62,7 @@ struct FallbackRead {
 }
 
 thread_local! {
-    /// Whether the session the last `open` began is served read-only, for
+    /// Whether the session PHP opened last is served read-only, for
     /// `rediscluster_session_read_only()`; false again at the request's end.
     static READ_ONLY: Cell<bool> = const { Cell::new(false) };
 }
@@ -72,8 +72,8 @@ pub fn session_read_only() -> bool {
     READ_ONLY.get()
 }
 
-/// The request ended: a later one has not opened a session yet.
-pub fn request_ended() {
+/// A session opens, or the request ends: nothing is read-only yet.
+pub fn clear_read_only() {
     READ_ONLY.set(false);
 }
 
@@ -122,7 +122,7 @@ thread_local! {
 
 impl SessionHandler<ClusterStore> {
     /// Parses the save_path; the cluster is contacted on first use.
-    pub fn open(save_path: &str, settings: Settings) -> Result<Self> {
+    pub fn open<I: IniSource>(save_path: &str, ini: &'static I) -> Result<Self> {
         let mut notice = None;
         let (prefix, config, failover) = LAST_OPENED.with_borrow_mut(|last| -> Result<_> {
             if let Some((text, prefix, config, failover)) = last.as_ref()
@@ -141,13 +141,11 @@ impl SessionHandler<ClusterStore> {
             *last = Some((save_path.to_owned(), prefix.clone(), config.clone(), path.failover));
             Ok((prefix, config, path.failover))
         })?;
-        READ_ONLY.set(false);
-        let may_fall_back = failover != Failover::None;
+        let settings = Settings::load(ini, failover);
         let mut store = ClusterStore::new(config);
         // session_start()'s one budget: validate_sid or create_sid, then read.
-        store.start_budget(may_fall_back);
-        let mut handler = Self::with_store(store, prefix, settings);
-        handler.may_fall_back = may_fall_back;
+        store.start_budget(settings.may_fall_back);
+        let mut handler = Self::with_store(store, prefix, settings, ini);
         handler.messages.extend(notice);
         Ok(handler)
     }
@@ -182,7 +180,12 @@ impl SessionHandler<ClusterStore> {
 }
 
 impl<S: SessionStore + LockStore> SessionHandler<S> {
-    pub fn with_store(store: S, prefix: impl Into<Rc<[u8]>>, settings: Settings) -> Self {
+    pub fn with_store(
+        store: S,
+        prefix: impl Into<Rc<[u8]>>,
+        settings: Settings,
+        ini: &'static dyn IniSource,
+    ) -> Self {
         let messages = settings
             .compression_notice
             .map(|notice| Message::Notice(notice.to_owned()))
@@ -194,9 +197,9 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
             settings,
             key_missing: false,
             lock: None,
-            may_fall_back: false,
             fallback_read: None,
             read_only: false,
+            ini,
             messages,
         }
     }
@@ -252,12 +255,12 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     fn read_elsewhere(&mut self, key: Vec<u8>, err: anyhow::Error) -> Result<FallbackRead> {
         let Some(why) = err
             .downcast_ref::<PrimaryUnreachable>()
-            .filter(|_| self.may_fall_back)
+            .filter(|_| self.settings.may_fall_back)
             .map(|unreachable| unreachable.why)
         else {
             return Err(err);
         };
-        let max_lag = self.settings.fallback_max_lag;
+        let max_lag = settings::fallback_max_lag(self.ini);
         match self
             .store
             .read_fallback(&key, why == Unreachable::ClusterDown, max_lag)

@@ -6,6 +6,7 @@ use std::ffi::CStr;
 use std::time::Duration;
 
 use crate::compression::Compression;
+use crate::save_path::Failover;
 
 /// Every directive with its default: phpredis's `redis.session.*` (registered
 /// by this extension unless phpredis already did; then its values apply) and
@@ -102,13 +103,26 @@ pub struct Settings {
     pub compression_notice: Option<&'static str>,
     /// `None` unless `rediscluster_session.write_replicas` is positive.
     pub replica_ack: Option<ReplicaAck>,
-    /// With `failover=error`, a replica whose link to its primary has been
-    /// down longer than this is not read from (it may miss a logout).
-    pub fallback_max_lag: Duration,
+    /// `failover=error` (or `distribute`): a session its primary cannot
+    /// serve is read elsewhere (see [`fallback_max_lag`]).
+    pub may_fall_back: bool,
+}
+
+/// `rediscluster_session.fallback_max_lag`: a replica whose link to its
+/// primary has been down longer is not read from (it may miss a logout).
+/// Read only when a session falls back: an INI read costs every warm
+/// request about 1% of its instructions.
+pub fn fallback_max_lag(ini: &dyn IniSource) -> Duration {
+    Duration::from_secs(
+        ini.long(c"rediscluster_session.fallback_max_lag")
+            .max(0)
+            .unsigned_abs(),
+    )
 }
 
 impl Settings {
-    pub fn load(ini: &impl IniSource) -> Self {
+    /// The settings for a session whose save_path says `failover`.
+    pub fn load(ini: &impl IniSource, failover: Failover) -> Self {
         let (session_ttl, ttl_notice) = clamp_session_ttl(ini.long(c"session.gc_maxlifetime"));
         let (compression, compression_notice) = Compression::from_ini(
             &ini.string(c"redis.session.compression").unwrap_or_default(),
@@ -135,11 +149,7 @@ impl Settings {
                 }),
             compression,
             compression_notice,
-            fallback_max_lag: Duration::from_secs(
-                ini.long(c"rediscluster_session.fallback_max_lag")
-                    .max(0)
-                    .unsigned_abs(),
-            ),
+            may_fall_back: failover != Failover::None,
         }
     }
 }
@@ -323,11 +333,14 @@ mod tests {
 
     #[test]
     fn replica_acks_are_opt_in_and_never_wait_forever() {
-        assert_eq!(Settings::load(&ini(&[])).replica_ack, None);
-        let settings = Settings::load(&ini(&[
-            (c"rediscluster_session.write_replicas", "1"),
-            (c"rediscluster_session.write_replicas_timeout", "0"),
-        ]));
+        assert_eq!(Settings::load(&ini(&[]), Failover::None).replica_ack, None);
+        let settings = Settings::load(
+            &ini(&[
+                (c"rediscluster_session.write_replicas", "1"),
+                (c"rediscluster_session.write_replicas_timeout", "0"),
+            ]),
+            Failover::None,
+        );
         assert_eq!(
             settings.replica_ack,
             Some(ReplicaAck {
@@ -339,21 +352,19 @@ mod tests {
 
     #[test]
     fn fallback_max_lag_is_seconds_never_negative() {
-        assert_eq!(
-            Settings::load(&ini(&[])).fallback_max_lag,
-            Duration::from_secs(10)
-        );
-        let lag = |value| {
-            Settings::load(&ini(&[(c"rediscluster_session.fallback_max_lag", value)]))
-                .fallback_max_lag
-        };
+        let lag =
+            |value| fallback_max_lag(&ini(&[(c"rediscluster_session.fallback_max_lag", value)]));
+        assert_eq!(fallback_max_lag(&ini(&[])), Duration::from_secs(10));
         assert_eq!(lag("3"), Duration::from_secs(3));
         assert_eq!(lag("-1"), Duration::ZERO);
+        let falls_back = |failover| Settings::load(&ini(&[]), failover).may_fall_back;
+        assert!(falls_back(Failover::Error) && falls_back(Failover::Distribute));
+        assert!(!falls_back(Failover::None));
     }
 
     #[test]
     fn defaults_leave_locking_off() {
-        let settings = Settings::load(&ini(&[]));
+        let settings = Settings::load(&ini(&[]), Failover::None);
         assert_eq!(settings.lock, None);
         assert!(!settings.early_refresh);
         assert_eq!(settings.session_ttl, Duration::from_secs(1440));
@@ -363,19 +374,22 @@ mod tests {
     #[test]
     fn lock_settings_follow_phpredis_zero_rules() {
         let on = [(c"redis.session.locking_enabled", "1")];
-        let lock = Settings::load(&ini(&on)).lock.unwrap();
+        let lock = Settings::load(&ini(&on), Failover::None).lock.unwrap();
         assert_eq!(lock.wait, Duration::from_micros(20_000));
         assert_eq!(lock.retries, Some(100));
         assert_eq!(lock.ttl, FALLBACK_LOCK_TTL);
         assert_eq!(lock.release, ReleaseCommand::Eval);
 
-        let lock = Settings::load(&ini(&[
-            on[0],
-            (c"redis.session.lock_wait_time", "0"),
-            (c"redis.session.lock_retries", "-1"),
-            (c"max_execution_time", "7"),
-            (c"redis.session.lock_release_cmd", "DELIFEQ"),
-        ]))
+        let lock = Settings::load(
+            &ini(&[
+                on[0],
+                (c"redis.session.lock_wait_time", "0"),
+                (c"redis.session.lock_retries", "-1"),
+                (c"max_execution_time", "7"),
+                (c"redis.session.lock_release_cmd", "DELIFEQ"),
+            ]),
+            Failover::None,
+        )
         .lock
         .unwrap();
         assert_eq!(lock.wait, Duration::from_micros(20_000));
@@ -383,12 +397,15 @@ mod tests {
         assert_eq!(lock.ttl, Duration::from_secs(7));
         assert_eq!(lock.release, ReleaseCommand::Delifeq);
 
-        let lock = Settings::load(&ini(&[
-            on[0],
-            (c"redis.session.lock_expire", "3"),
-            (c"max_execution_time", "7"),
-            (c"redis.session.lock_retries", "5"),
-        ]))
+        let lock = Settings::load(
+            &ini(&[
+                on[0],
+                (c"redis.session.lock_expire", "3"),
+                (c"max_execution_time", "7"),
+                (c"redis.session.lock_retries", "5"),
+            ]),
+            Failover::None,
+        )
         .lock
         .unwrap();
         assert_eq!(lock.ttl, Duration::from_secs(3));
@@ -398,10 +415,10 @@ mod tests {
     #[test]
     fn out_of_range_lock_settings_are_clamped() {
         let load = |name: &'static CStr, value: &'static str| {
-            Settings::load(&ini(&[
-                (c"redis.session.locking_enabled", "1"),
-                (name, value),
-            ]))
+            Settings::load(
+                &ini(&[(c"redis.session.locking_enabled", "1"), (name, value)]),
+                Failover::None,
+            )
             .lock
             .unwrap()
         };
@@ -432,12 +449,18 @@ mod tests {
 
     #[test]
     fn compression_reads_name_and_level() {
-        let settings = Settings::load(&ini(&[
-            (c"redis.session.compression", "LZ4"),
-            (c"redis.session.compression_level", "9"),
-        ]));
+        let settings = Settings::load(
+            &ini(&[
+                (c"redis.session.compression", "LZ4"),
+                (c"redis.session.compression_level", "9"),
+            ]),
+            Failover::None,
+        );
         assert_eq!(settings.compression, Compression::Lz4 { hc_level: Some(9) });
-        let settings = Settings::load(&ini(&[(c"redis.session.compression", "brotli")]));
+        let settings = Settings::load(
+            &ini(&[(c"redis.session.compression", "brotli")]),
+            Failover::None,
+        );
         assert_eq!(settings.compression, Compression::None);
         assert!(settings.compression_notice.is_some());
     }

@@ -7,11 +7,12 @@
 //! logout. The map says nothing of liveness; the caller falls back on what
 //! its request met.
 
+use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use redis::{ErrorKind, RedisError, RedisResult, Value};
 
-use super::{Cluster, NO_OWNER, Node, exchange_with};
+use super::{Cluster, NO_OWNER, Node, RECOVERY_PAUSE, exchange_with};
 use crate::config::NodeAddr;
 use crate::link::ReplyWindow;
 use crate::resp::packed;
@@ -60,9 +61,14 @@ impl Cluster {
         }
         let was = (primary != NO_OWNER).then(|| self.nodes[usize::from(primary)].addr.clone());
         let mut candidates = self.replicas_of(slot).to_vec();
-        if candidates.is_empty() && self.refresh_map(deadline).is_ok() {
-            // A map caught mid-promotion lists the old primary without the
-            // replica taking its place: read that one as a replica would.
+        // A map caught mid-promotion lists the old primary without the
+        // replica taking its place: ask again until one lists the replica or
+        // names it primary (read then as a replica would be).
+        while candidates.is_empty() && Instant::now() + RECOVERY_PAUSE < deadline {
+            sleep(RECOVERY_PAUSE);
+            if self.refresh_map(deadline).is_err() {
+                continue;
+            }
             candidates = self.replicas_of(slot).to_vec();
             let owner = self.slots[usize::from(slot)];
             if owner != NO_OWNER && was.as_ref() != Some(&self.nodes[usize::from(owner)].addr) {

@@ -24,7 +24,6 @@ use super::ini::PhpIni;
 use super::metrics;
 use super::secrets;
 use crate::handler::{Message, SessionHandler};
-use crate::settings::Settings;
 use crate::stats;
 use crate::store::ClusterStore;
 
@@ -139,7 +138,8 @@ pub unsafe extern "C" fn open(
             .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy())
             .unwrap_or_default();
         metrics::log_if_loaded_after_fork();
-        let mut handler = Handler::open(&save_path, Settings::load(&PhpIni))?;
+        crate::handler::clear_read_only();
+        let mut handler = Handler::open(&save_path, &PhpIni)?;
         stats::request();
         queue_messages(&mut handler);
         // SAFETY: the slot is NULL or a Box::into_raw from an earlier open

@@ -16,7 +16,7 @@ use ext_php_rs::zend::{ExecuteData, ExecutorGlobals};
 use super::hooks::{queue, raise_pending};
 use super::ini::PhpIni;
 use crate::handler::{Message, SessionHandler};
-use crate::settings::{IniSource, Settings};
+use crate::settings::IniSource;
 
 /// The function's body: `id` as PHP's own functions take a `string`
 /// (an int, float, bool or Stringable coerced unless `strict_types`; bytes,
@@ -82,7 +82,7 @@ unsafe extern "C" {
 
 fn lock_info(id: &[u8]) -> Result<ZBox<ZendHashTable>> {
     let save_path = PhpIni.string(c"session.save_path").unwrap_or_default();
-    let handler = SessionHandler::open(&save_path, Settings::load(&PhpIni))?;
+    let handler = SessionHandler::open(&save_path, &PhpIni)?;
     let info = handler.lock_info(id)?;
     let mut table = ZendHashTable::new();
     table.insert("locked", info.locked)?;

@@ -120,7 +120,7 @@ unsafe extern "C" fn minit(_type: i32, module_number: i32) -> i32 {
 /// A request's end: the next one has not opened a session yet.
 unsafe extern "C" fn rshutdown(_type: i32, _module_number: i32) -> i32 {
     no_unwind(FAILURE, || {
-        crate::handler::request_ended();
+        crate::handler::clear_read_only();
         SUCCESS
     })
 }
