@@ -86,15 +86,16 @@ acl_user() {
     pass=$(openssl rand -hex 16)
     for port in $(seq "$base" $((base + 5))); do
         cluster_cli "$flavor" -p "$port" ACL SETUSER rcs_sessions on ">$pass" resetkeys \
-            '~RCS_TEST:*' '~{RCS_TEST:*' +@read +@write +@scripting +@connection '+cluster|slots' +time >/dev/null
+            '~RCS_TEST:*' '~{RCS_TEST:*' +@read +@write +@scripting +@connection '+cluster|slots' +time +info >/dev/null
     done
     echo "$pass"
 }
 
 # The tests that run again as that user: round trips, locking, every release
-# command. A command the README's recipe forgets fails them.
+# command, failover=error's replica reads. A command the README's recipe
+# forgets fails them.
 acl_tests() {
-    printf '%s\n' "$ROOT"/php-tests/{002,006,007,020,024,025,027,029,030,042,054}-*.phpt
+    printf '%s\n' "$ROOT"/php-tests/{002,006,007,020,024,025,027,029,030,042,054,055}-*.phpt
 }
 
 # The extension as built at git commit $1, once per commit and machine, in a

@@ -111,8 +111,8 @@ impl Cluster {
         let node = &mut self.replica_links[index];
         let mut replies = exchange_with(&self.config, node, READONLY, &packed, 2, window)?;
         let value = served(replies.pop())?;
-        let info = match replies.pop() {
-            Some(Value::BulkString(info)) => info,
+        let info = match served(replies.pop())? {
+            Value::BulkString(info) => info,
             _ => {
                 return Err(RedisError::from((
                     ErrorKind::Parse,
