@@ -22,7 +22,8 @@
  *   configured but the server lacks it, so Lua released instead.
  * - fallback_reads: sessions served read-only with failover=error because their
  *   primary could not serve them, by where they were read (primary: it answered
- *   CLUSTERDOWN but still served the read; replica).
+ *   CLUSTERDOWN but still served the read, or the slot had a new primary without
+ *   replicas yet; replica).
  * - connects: sets of cluster connections opened (with the slot map);
  *   reconnects: those after the first.
  * - errors: every failed command or connection attempt by kind, retried ones included.

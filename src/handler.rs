@@ -280,7 +280,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         self.read_only = true;
         READ_ONLY.set(true);
         let from = match read.from {
-            ReadFrom::Primary => "its primary, which serves reads only",
+            ReadFrom::Primary => "its primary, without a lock",
             ReadFrom::Replica => "a replica",
         };
         self.messages.push(Message::Warning(format!(

@@ -195,6 +195,21 @@ function rcs_lock_keys_left(string $sid): array {
     return array_values(array_filter(rcs_keys(rcs_lock_key($sid) . '*'), fn($key) => !str_ends_with($key, '_DONE')));
 }
 
+/** Whether every node says the cluster is ok and every replica's link to its primary is up. */
+function rcs_cluster_settled(): bool {
+    foreach (rcs_seeds() as [$host, $port]) {
+        try {
+            if (!str_contains(Resp::send("$host:$port", ['CLUSTER', 'INFO']), 'cluster_state:ok')) return false;
+            $info = Resp::send("$host:$port", ['INFO', 'replication']);
+            if (str_contains($info, 'role:slave') && !str_contains($info, 'master_link_status:up')) return false;
+        } catch (Throwable) {
+            Resp::forget("$host:$port");
+            return false;
+        }
+    }
+    return true;
+}
+
 /** Polls $condition every 10 ms for up to $seconds; returns whether it held. */
 function rcs_wait_until(callable $condition, float $seconds = 5.0): bool {
     $deadline = microtime(true) + $seconds;

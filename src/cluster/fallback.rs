@@ -59,23 +59,29 @@ impl Cluster {
                 Err(error) => last_error = Some(error),
             }
         }
-        let was = (primary != NO_OWNER).then(|| self.nodes[usize::from(primary)].addr.clone());
-        let mut candidates = self.replicas_of(slot).to_vec();
-        // A map caught mid-promotion lists the old primary without the
-        // replica taking its place: ask again until one lists the replica or
-        // names it primary (read then as a replica would be).
-        while candidates.is_empty() && Instant::now() + RECOVERY_PAUSE < deadline {
-            sleep(RECOVERY_PAUSE);
-            if self.refresh_map(deadline).is_err() {
-                continue;
+        // A map read at the promotion lists the new primary without its
+        // replicas (and one read just before it, the old one): while none is
+        // listed, the slot's owner is read, and the map asked again.
+        let mut owner = primary;
+        let mut replicas = self.replicas_of(slot).to_vec();
+        while replicas.is_empty() {
+            if owner != NO_OWNER {
+                let addr = self.nodes[usize::from(owner)].addr.clone();
+                match self.read_replica(addr, read, max_lag, deadline) {
+                    Ok(value) => return Ok((value, ReadFrom::Primary)),
+                    Err(error) => last_error = Some(error),
+                }
             }
-            candidates = self.replicas_of(slot).to_vec();
-            let owner = self.slots[usize::from(slot)];
-            if owner != NO_OWNER && was.as_ref() != Some(&self.nodes[usize::from(owner)].addr) {
-                candidates.push(self.nodes[usize::from(owner)].addr.clone());
+            if Instant::now() + RECOVERY_PAUSE >= deadline {
+                break;
+            }
+            sleep(RECOVERY_PAUSE);
+            if self.refresh_map(deadline).is_ok() {
+                owner = self.slots[usize::from(slot)];
+                replicas = self.replicas_of(slot).to_vec();
             }
         }
-        for addr in candidates {
+        for addr in replicas {
             if Instant::now() >= deadline {
                 break;
             }
