@@ -1,5 +1,5 @@
 --TEST--
-failover=error: a session whose primary is frozen, killed or CLUSTERDOWN is served read-only (locked, unlocked, strict mode) from a replica (or from the primary, which still serves reads) within timeout + read_timeout, its write, regenerate and destroy refused with a warning; a lagging replica is refused; primary and replica both down fail as before; failover=none fails as before; after the promotion the same worker writes again
+failover=error (and distribute, with a notice): a session whose primary is frozen, killed or CLUSTERDOWN is served read-only (locked, unlocked, strict mode) from a replica (or from the primary, which still serves reads) within timeout + read_timeout, its write, regenerate and destroy refused with a warning; a lagging replica is refused; primary and replica both down fail as before; failover=none fails as before; after the promotion the same worker writes again
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';
@@ -36,6 +36,10 @@ file_put_contents(sys_get_temp_dir() . '/rcs-055-' . getmypid(), json_encode(com
 echo rcs_php('foreach (' . var_export([$a, $b], true) . ' as $sid) {
     session_id($sid); session_start(); $_SESSION["n"] = 1; var_dump(session_write_close()); }',
     rcs_locking(['rediscluster_session.write_replicas' => '1']));
+
+// distribute and distribute_slaves act as error: a notice, once per worker.
+echo rcs_php('for ($i = 0; $i < 2; $i++) { session_id("' . $a . '"); var_dump(session_start()); session_write_close(); }',
+    rcs_locking(['session.save_path' => rcs_save_path('failover=distribute_slaves&prefix=' . urlencode(rcs_prefix()))]));
 
 // A worker that opens a session on each order ("SID MODE [ACTION]") and says what happened.
 $worker = function (string $failover, array $ini = []) {
@@ -160,6 +164,10 @@ foreach (glob(sys_get_temp_dir() . '/rcs-055-*') as $file) {
 }
 ?>
 --EXPECTF--
+bool(true)
+bool(true)
+
+Notice: session_start(): rediscluster: failover=distribute and distribute_slaves act as failover=error: a session is read from a replica only when its primary cannot serve it in %s on line %d
 bool(true)
 bool(true)
 primary frozen (SIGSTOP):
