@@ -386,16 +386,7 @@ impl Cluster {
     }
 
     fn node_index(&mut self, addr: NodeAddr) -> usize {
-        match self.nodes.iter().position(|node| node.addr == addr) {
-            Some(index) => index,
-            None => {
-                self.nodes.push(Node {
-                    addr,
-                    connection: None,
-                });
-                self.nodes.len() - 1
-            }
-        }
+        index_in(&mut self.nodes, addr)
     }
 
     /// One round trip to a node within `window`, connecting first if needed.
@@ -535,6 +526,20 @@ impl Cluster {
         // Connections to nodes that no longer own a slot (demoted, removed) go.
         self.nodes = owners;
         self.refreshed = Some(Instant::now());
+    }
+}
+
+/// The index of the node at `addr` in `nodes`, added (not connected) if new.
+fn index_in(nodes: &mut Vec<Node>, addr: NodeAddr) -> usize {
+    match nodes.iter().position(|node| node.addr == addr) {
+        Some(index) => index,
+        None => {
+            nodes.push(Node {
+                addr,
+                connection: None,
+            });
+            nodes.len() - 1
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use redis::{ErrorKind, RedisError, RedisResult, Value};
 
-use super::{Cluster, NO_OWNER, Node, RECOVERY_PAUSE, exchange_with};
+use super::{Cluster, NO_OWNER, RECOVERY_PAUSE, exchange_with, index_in};
 use crate::config::NodeAddr;
 use crate::link::ReplyWindow;
 use crate::resp::packed;
@@ -101,16 +101,7 @@ impl Cluster {
         max_lag: Duration,
         deadline: Instant,
     ) -> RedisResult<Value> {
-        let index = match self.replica_links.iter().position(|node| node.addr == addr) {
-            Some(index) => index,
-            None => {
-                self.replica_links.push(Node {
-                    addr,
-                    connection: None,
-                });
-                self.replica_links.len() - 1
-            }
-        };
+        let index = index_in(&mut self.replica_links, addr);
         let mut packed = packed(&[b"INFO", b"replication"]);
         packed.extend_from_slice(read);
         let window = ReplyWindow::new(self.config.read_timeout, deadline);
