@@ -863,6 +863,13 @@ impl Model for LockModel {
                             .sum::<usize>()
                 },
             ),
+            // With fallback, a failed acquire does reach the replica's data.
+            Property::sometimes("a session served read-only", |_, state: &State| {
+                state
+                    .clients
+                    .iter()
+                    .any(|client| client.phase == Phase::ReadOnly)
+            }),
         ]
     }
 }
@@ -914,6 +921,7 @@ mod tests {
     }
 
     fn run(name: &str, model: LockModel) -> Option<String> {
+        let fallback = model.fallback;
         let started = Instant::now();
         let checker = check(model);
         let report = format!(
@@ -932,6 +940,11 @@ mod tests {
         assert!(
             found.remove("every acquisition wrote").is_some(),
             "no run where every acquisition wrote"
+        );
+        assert_eq!(
+            found.remove("a session served read-only").is_some(),
+            fallback,
+            "a session served read-only: reached only with fallback"
         );
         let mut found: Vec<_> = found.into_iter().collect();
         found.sort_by_key(|(name, _)| *name);
@@ -1066,16 +1079,23 @@ mod tests {
     #[test]
     #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
     fn failed_acquires_read_only_from_the_replica() {
-        let model = LockModel {
+        let three = LockModel {
+            lost_replies: 2,
+            crashes: 0,
+            fallback: true,
+            ..model(vec![1, 1, 1], 2000, 5)
+        };
+        holds("3 clients, 2 lost replies, 2 s lock, failover=error", three);
+        let beside_a_failover = LockModel {
             lost_replies: 2,
             failovers: 1,
             crashes: 0,
             fallback: true,
-            ..model(vec![1, 1, 1], 2000, 4)
+            ..model(vec![1, 1], 2000, 4)
         };
         holds(
-            "3 clients, 2 lost replies, 1 failover, failover=error",
-            model,
+            "2 clients, 2 lost replies, 1 failover, failover=error",
+            beside_a_failover,
         );
     }
 
