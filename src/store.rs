@@ -136,7 +136,9 @@ pub struct ClusterStore {
     /// The end of the budget [`SessionStore::start_budget`] started; without
     /// one, each request has a budget of its own.
     deadline: Cell<Option<Instant>>,
-    may_fall_back: bool,
+    /// What requests to a primary leave of the budget for a fallback read
+    /// (`failover=error`); `None` when the session may not fall back.
+    fallback_reserve: Option<Duration>,
 }
 
 /// A request its slot's primary could not serve, when the session may be
@@ -166,7 +168,7 @@ impl ClusterStore {
         ClusterStore {
             config,
             deadline: Cell::new(None),
-            may_fall_back: false,
+            fallback_reserve: None,
         }
     }
 
@@ -229,15 +231,13 @@ impl ClusterStore {
             packed,
             count,
             reply_timeout: self.config.read_timeout + block,
-            deadline: match self.may_fall_back {
-                true => deadline
-                    .checked_sub(fallback_reserve(self.config.read_timeout))
-                    .unwrap_or(deadline),
-                false => deadline,
-            },
+            deadline: self
+                .fallback_reserve
+                .and_then(|reserve| deadline.checked_sub(reserve))
+                .unwrap_or(deadline),
             retry_broken: block.is_zero(),
             follow_redirects,
-            may_fall_back: self.may_fall_back,
+            may_fall_back: self.fallback_reserve.is_some(),
         };
         let result = self.with_cluster(|cluster| cluster.request(&request));
         if let (Some(end), Some(started)) = (budget_end, started)
@@ -253,7 +253,10 @@ impl ClusterStore {
                 "Error communicating with the Redis Cluster"
             };
             let error = failed(&failure.error, context);
-            match failure.unreachable.filter(|_| self.may_fall_back) {
+            match failure
+                .unreachable
+                .filter(|_| self.fallback_reserve.is_some())
+            {
                 Some(why) => anyhow::Error::new(PrimaryUnreachable {
                     why,
                     text: error.to_string(),
@@ -426,6 +429,15 @@ pub fn whole_seconds(ttl: Duration) -> u64 {
     ttl.as_secs().max(1)
 }
 
+/// A GET's reply: the session's data, or none.
+fn session_data(reply: Reply) -> Result<Option<Vec<u8>>> {
+    match reply {
+        Reply::Data(data) => Ok(Some(data)),
+        Reply::Nil => Ok(None),
+        other => Err(unexpected("GET", &other)),
+    }
+}
+
 /// GET, or GETEX with a new TTL, appended to `out`.
 fn pack_get(out: &mut Vec<u8>, key: &[u8], refresh: Option<Duration>) {
     match refresh {
@@ -445,7 +457,7 @@ fn set_command(key: &[u8], value: &[u8], ttl: Duration) -> Vec<u8> {
 impl SessionStore for ClusterStore {
     fn start_budget(&mut self, may_fall_back: bool) {
         self.deadline.set(Some(Instant::now() + self.budget()));
-        self.may_fall_back = may_fall_back;
+        self.fallback_reserve = may_fall_back.then(|| fallback_reserve(self.config.read_timeout));
     }
 
     fn read_fallback(
@@ -472,21 +484,13 @@ impl SessionStore for ClusterStore {
             })
             .map_err(|err| failed(&err, "no replica could serve it"))?;
         stats::fallback_read(from);
-        match reply(Some(value))? {
-            Reply::Data(data) => Ok((Some(data), from)),
-            Reply::Nil => Ok((None, from)),
-            other => Err(unexpected("GET", &other)),
-        }
+        Ok((session_data(reply(Some(value))?)?, from))
     }
 
     fn get(&mut self, key: &[u8], refresh: Option<Duration>) -> Result<Option<Vec<u8>>> {
         let mut command = Vec::new();
         pack_get(&mut command, key, refresh);
-        match self.packed_command(key, &command, Duration::ZERO)? {
-            Reply::Data(data) => Ok(Some(data)),
-            Reply::Nil => Ok(None),
-            other => Err(unexpected("GET", &other)),
-        }
+        session_data(self.packed_command(key, &command, Duration::ZERO)?)
     }
 
     fn set(&mut self, key: &[u8], value: &[u8], ttl: Duration) -> Result<()> {
