@@ -30,7 +30,8 @@ $primary = "{$range_a[2][0]}:{$range_a[2][1]}";
 $replica = "{$range_a[3][0]}:{$range_a[3][1]}";
 $other = "{$owner($b)[2][0]}:{$owner($b)[2][1]}";
 $nodes = array_map(fn($seed) => "{$seed[0]}:{$seed[1]}", rcs_seeds());
-file_put_contents(sys_get_temp_dir() . '/rcs-055-' . getmypid(), json_encode(compact('primary', 'replica', 'nodes')));
+// Named for the cluster: suites on other clusters run beside this one.
+file_put_contents(sys_get_temp_dir() . "/rcs-055-$base-" . getmypid(), json_encode(compact('primary', 'replica', 'nodes')));
 
 // Both sessions hold n = 1 on their replicas too.
 echo rcs_php('foreach (' . var_export([$a, $b], true) . ' as $sid) {
@@ -139,7 +140,7 @@ echo rcs_wait($error), rcs_wait($none), rcs_wait($lagging);
 --CLEAN--
 <?php
 require __DIR__ . '/inc/setup.php';
-foreach (glob(sys_get_temp_dir() . '/rcs-055-*') as $file) {
+foreach (glob(sys_get_temp_dir() . '/rcs-055-' . rcs_seeds()[0][1] . '-*') as $file) {
     ['primary' => $primary, 'replica' => $replica, 'nodes' => $nodes] = json_decode(file_get_contents($file), true);
     unlink($file);
     $node = fn(string $action, string $addr) => exec(implode(' ', array_map('escapeshellarg',

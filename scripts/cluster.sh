@@ -117,6 +117,8 @@ case "$action" in
     start) start ;;
     stop) stop ;;
     status) server_binaries "$flavor"; cluster_ready && echo up || { echo down; exit 1; } ;;
+    # Until every node is up and every replica in sync (after a test restarted one).
+    wait-ready) server_binaries "$flavor"; wait_until 60 "the $flavor cluster to be ready" cluster_ready ;;
     # For fault tests: SIGKILL one node, or start it again with its old identity;
     # freeze one (SIGSTOP) and thaw it (SIGCONT).
     kill-node) kill -9 "$(node_pid "${4:?PORT}")" ;;
@@ -125,5 +127,5 @@ case "$action" in
     start-node) server_binaries "$flavor"; start_node "${4:?PORT}" ;;
     # The flavor's CLI, e.g. for --cluster add-node, rebalance and del-node.
     cli) server_binaries "$flavor"; shift 3; cli "$@" ;;
-    *) die "usage: scripts/cluster.sh start|stop|status|kill-node|start-node|pause-node|resume-node|cli [redis|valkey] [BASE_PORT] [PORT|CLI ARGS...]" ;;
+    *) die "usage: scripts/cluster.sh start|stop|status|wait-ready|kill-node|start-node|pause-node|resume-node|cli [redis|valkey] [BASE_PORT] [PORT|CLI ARGS...]" ;;
 esac

@@ -31,5 +31,6 @@ RCS_TLS_DIR=$tls_dir RCS_TLS_SEEDS=$(cluster_seeds "$tls_base") "$ROOT/scripts/p
 # Then the ACL user's tests, as on the other servers.
 if [ $# -eq 0 ]; then
     mapfile -t acl <<<"$(acl_tests)"
-    RCS_ACL_USER=rcs_sessions RCS_ACL_PASS=$(acl_user redis "$base") "$ROOT/scripts/php-tests.sh" redis "$base" "${acl[@]}"
+    acl_pass=$(acl_user redis "$base")
+    RCS_ACL_USER=rcs_sessions RCS_ACL_PASS=$acl_pass "$ROOT/scripts/php-tests.sh" redis "$base" "${acl[@]}"
 fi

@@ -80,13 +80,17 @@ cluster_seeds() {
 }
 
 # Makes the least-privileged user README recommends (rcs_sessions, for the
-# tests' keys) on every node of the FLAVOR cluster on BASE; prints its password.
+# tests' keys) on every node of the FLAVOR cluster on BASE, once a node a test
+# restarted is back, and checks each node takes its password; prints it.
 acl_user() {
     local flavor=$1 base=$2 pass port
+    "$ROOT/scripts/cluster.sh" wait-ready "$flavor" "$base"
     pass=$(openssl rand -hex 16)
     for port in $(seq "$base" $((base + 5))); do
         cluster_cli "$flavor" -p "$port" ACL SETUSER rcs_sessions on ">$pass" resetkeys \
             '~RCS_TEST:*' '~{RCS_TEST:*' +@read +@write +@scripting +@connection '+cluster|slots' +time +info >/dev/null
+        [ "$(cluster_cli "$flavor" -p "$port" --user rcs_sessions --pass "$pass" --no-auth-warning ping)" = PONG ] ||
+            die "node $port does not take the ACL user"
     done
     echo "$pass"
 }
