@@ -623,9 +623,11 @@ function lock_keys(): array {
     }
     return $keys;
 }
-$without_ttl = count(array_filter(lock_keys(), fn($addr, $key) => Resp::send($addr, ['PTTL', $key]) === -1,
-    ARRAY_FILTER_USE_BOTH));
-sleep($lock_expire + 3);
+$ttls = [];
+foreach (lock_keys() as $key => $addr) $ttls[$key] = Resp::send($addr, ['PTTL', $key]);
+$without_ttl = count(array_filter($ttls, fn($ttl) => $ttl === -1));
+// Until the longest TTL left has run out (at least 1 s: a late command would show).
+usleep((1000 + max([0, ...$ttls])) * 1000);
 $stuck = count(lock_keys()) + $without_ttl;
 
 $columns = ['phase', 'ok', 'failed start', 'failed write', 'silent failures', 'lost acked', 'stored, not acked',

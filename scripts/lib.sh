@@ -102,6 +102,16 @@ acl_tests() {
     printf '%s\n' "$ROOT"/php-tests/{002,006,007,020,024,025,027,029,030,042,054,055}-*.phpt
 }
 
+# Builds the tests in the checked profile and prints their binary's path. Run
+# directly, the binary holds no cargo lock: suites that share it run side by side.
+test_binary() {
+    local bin
+    bin=$(cargo test --profile checked --locked --lib --no-run --message-format=json |
+        sed -n 's/.*"executable":"\([^"]*\)".*/\1/p')
+    [ -x "$bin" ] || die "cargo test --no-run gave no test binary"
+    echo "$bin"
+}
+
 # The extension as built at git commit $1, once per commit and machine, in a
 # cache outside the checkout: prints the .so's path.
 previous_release() {

