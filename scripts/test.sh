@@ -71,12 +71,20 @@ stage "unit tests"
 "$test_bin"
 "$ROOT/scripts/phpize-build.sh"
 
-passed=0 failed=0
+passed=0 failed=0 retried=()
 # Adds the counts of the run-tests.php summaries in $1 to the totals (a
-# summary line may start with a label).
+# summary line may start with a label), and keeps the tests that passed only
+# when run-tests.php ran them again (it retries a failed test that reads the
+# clock or prints "timed out" or "connection refused"): named at the end.
 tally() {
     passed=$((passed + $(printf '%s\n' "$1" | awk '/Tests passed *:/ { sub(/.*Tests passed *: */, ""); n += $1 } END { print n + 0 }')))
     failed=$((failed + $(printf '%s\n' "$1" | awk '/Tests failed *:/ { sub(/.*Tests failed *: */, ""); n += $1 } END { print n + 0 }')))
+    mapfile -t -O "${#retried[@]}" retried < <(printf '%s\n' "$1" | grep 'passed on retry attempt' || true)
+}
+# The totals, and the tests that needed a retry.
+phpt_summary() {
+    echo "php-tests: $passed passed, ${#retried[@]} passed only when run again, $failed failed"
+    [ ${#retried[@]} -eq 0 ] || printf '  %s\n' "${retried[@]}"
 }
 # show_phpt LABEL OUTPUT: prints the output of .phpt runs but their progress
 # lines, with LABEL before each line, and counts their summaries.
@@ -149,16 +157,16 @@ for flavor in redis valkey valkey9; do
         CLUSTER_NODES=16 "$ROOT/scripts/cluster.sh" stop redis 7400
     fi
     "$ROOT/scripts/cluster.sh" stop "$flavor"
-    [ "$status" -eq 0 ] || { echo "php-tests: $passed passed, $failed failed"; exit 1; }
+    [ "$status" -eq 0 ] || { phpt_summary; exit 1; }
 done
 for job in debug debian13; do
     stage "waiting for the $job job"
     status=0
     finish "$job" || status=$?
     show_phpt "$([ "$job" = debian13 ] && echo "[Debian 13] ")" "$(cat "${bg_log[$job]}")"
-    [ "$status" -eq 0 ] || { echo "php-tests: $passed passed, $failed failed"; exit 1; }
+    [ "$status" -eq 0 ] || { phpt_summary; exit 1; }
 done
-echo "php-tests: $passed passed, $failed failed"
+phpt_summary
 [ "$failed" -eq 0 ]
 CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" stop redis "$TLS_BASE"
 
