@@ -10,10 +10,12 @@ set -euo pipefail
 cd "$ROOT"
 test_bin=${1:?usage: scripts/slow-checks.sh TEST_BINARY}
 
-"$test_bin" lock::model --ignored --nocapture --test-threads=1
-PROPTEST_CASES=1000000 "$test_bin" fuzz
+# The check build first: minutes of compiling are better spent while the
+# cluster tests wait on their timed tests than at the end of the run.
 if out=$(cargo check --locked --lib --target-dir target/panic-abort-check --config 'profile.dev.panic="abort"' 2>&1); then
     die "a panic = \"abort\" build was not refused"
 fi
 grep -q 'needs panic = "unwind"' <<<"$out" || die "panic = \"abort\" build failed for another reason: $out"
 log "a panic = \"abort\" build is refused"
+"$test_bin" lock::model --ignored --nocapture --test-threads=1
+PROPTEST_CASES=1000000 "$test_bin" fuzz
