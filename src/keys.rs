@@ -5,6 +5,7 @@ use std::fmt;
 /// Longest session id PHP itself accepts (`php_session_valid_key`).
 pub const MAX_SID_LEN: usize = 256;
 pub const LOCK_SUFFIX: &[u8] = b"_LOCK";
+pub const LIFETIME_SUFFIX: &[u8] = b"_LIFETIME";
 pub const SLOT_COUNT: u16 = 16384;
 
 #[derive(Debug, PartialEq, Eq)]
@@ -58,17 +59,28 @@ pub fn session_key(prefix: &[u8], sid: &[u8], locking: bool) -> Result<Vec<u8>, 
 /// no braces: `{key}_LOCK`; a valid non-empty first `{tag}`: `key_LOCK`;
 /// any other brace shape is rejected, as in phpredis PR #2836.
 pub fn lock_key(session_key: &[u8]) -> Result<Vec<u8>, KeyError> {
+    on_the_data_slot(session_key, LOCK_SUFFIX)
+}
+
+/// The key of a session's own lifetime (`rediscluster_session_set_lifetime()`),
+/// derived as the lock key is: `{key}_LIFETIME`, on the data key's slot.
+pub fn lifetime_key(session_key: &[u8]) -> Result<Vec<u8>, KeyError> {
+    on_the_data_slot(session_key, LIFETIME_SUFFIX)
+}
+
+/// `session_key` with `suffix`, on its slot (see [`lock_key`]).
+fn on_the_data_slot(session_key: &[u8], suffix: &[u8]) -> Result<Vec<u8>, KeyError> {
     // `{}` would be an empty tag; data keys always hold a session id anyway.
     if session_key.is_empty() {
         return Err(KeyError::InvalidSessionId);
     }
     if hash_tag(session_key).is_some() {
-        return Ok([session_key, LOCK_SUFFIX].concat());
+        return Ok([session_key, suffix].concat());
     }
     if session_key.iter().any(|&b| b == b'{' || b == b'}') {
         return Err(KeyError::MalformedPrefix);
     }
-    Ok([b"{", session_key, b"}", LOCK_SUFFIX].concat())
+    Ok([b"{", session_key, b"}", suffix].concat())
 }
 
 /// Every key of one session's lock. All of them carry the lock key's hash
@@ -178,6 +190,22 @@ mod tests {
             b"mal:{}:x:{tenant}:a",
         ] {
             assert_eq!(lock_key(bad), Err(KeyError::MalformedPrefix), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn lifetime_key_is_derived_as_the_lock_key() {
+        assert_eq!(lifetime_key(b"P:abc").unwrap(), b"{P:abc}_LIFETIME");
+        assert_eq!(
+            lifetime_key(b"t:{tenant}:abc").unwrap(),
+            b"t:{tenant}:abc_LIFETIME"
+        );
+        assert_eq!(
+            lifetime_key(b"mal:{tenant:abc"),
+            Err(KeyError::MalformedPrefix)
+        );
+        for key in [&b"P:abc"[..], b"t:{tenant}:abc"] {
+            assert_eq!(hash_slot(&lifetime_key(key).unwrap()), hash_slot(key));
         }
     }
 

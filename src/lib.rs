@@ -17,6 +17,7 @@ pub mod compression;
 pub mod config;
 pub mod handler;
 pub mod keys;
+pub mod lifetime;
 pub mod link;
 pub mod lock;
 pub mod resp;
