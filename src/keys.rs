@@ -101,6 +101,9 @@ pub struct LockKeys {
     /// `<lock>_DONE`: the secret of the last holder whose write or destroy
     /// landed, for the lock's TTL: a repeat after a lost reply checks it.
     pub done: Vec<u8>,
+    /// `{prefix.sid}_LIFETIME`: the session's own lifetime, if it has one
+    /// (see [`lifetime_key`]), with the data key's expiry.
+    pub lifetime: Vec<u8>,
 }
 
 impl LockKeys {
@@ -111,6 +114,7 @@ impl LockKeys {
             queue: [&lock[..], b"_FIFO"].concat(),
             waiters: [&lock[..], b"_WAITERS"].concat(),
             done: [&lock[..], b"_DONE"].concat(),
+            lifetime: lifetime_key(data_key)?,
             lock,
         })
     }

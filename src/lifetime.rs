@@ -9,7 +9,7 @@ use std::time::Duration;
 /// The longest lifetime: 400 days, the longest browsers keep a cookie.
 pub const MAX_LIFETIME: Duration = Duration::from_secs(400 * 24 * 3600);
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Lifetime {
     /// Each write or touch renews the whole of it.
     Sliding(Duration),
@@ -90,6 +90,27 @@ impl Lifetime {
             Lifetime::Until(at_ms) => {
                 (at_ms > now_ms).then(|| Duration::from_millis(at_ms - now_ms))
             }
+        }
+    }
+}
+
+/// What a request's save does with the session's lifetime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// The stored one, if any, goes on.
+    Keep,
+    /// Back to `session.gc_maxlifetime`.
+    Drop,
+    Set(Lifetime),
+}
+
+impl Change {
+    /// The lock scripts' argument: '' keeps, '-' drops.
+    pub fn script_arg(self) -> Vec<u8> {
+        match self {
+            Change::Keep => Vec::new(),
+            Change::Drop => b"-".to_vec(),
+            Change::Set(lifetime) => lifetime.encode(),
         }
     }
 }

@@ -97,8 +97,9 @@ pub trait LockStore {
         args: &[&[u8]],
         ack: ReplicaAck,
     ) -> Result<(Reply, u32)>;
-    /// `SET lock secret NX PX ttl` and GET (GETEX with `refresh`) of `data`
-    /// in one round trip: the data when the lock was free and is now ours,
+    /// `SET lock secret NX PX ttl` and GET of `data` in one round trip (never
+    /// GETEX: a session's own lifetime, unknown here, sets its TTL, so the
+    /// save renews it): the data when the lock was free and is now ours,
     /// `None` when it was busy or the slot is moving (a migration may split
     /// the two; the caller's next acquire recognises the secret if the SET ran).
     fn lock_and_read(
@@ -107,7 +108,6 @@ pub trait LockStore {
         secret: &[u8],
         lock_ttl: Duration,
         data: &[u8],
-        refresh: Option<Duration>,
     ) -> Result<Option<Option<Vec<u8>>>>;
     /// BLPOP: blocks up to `timeout` for an element on the list and returns it.
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>>;
@@ -546,14 +546,13 @@ impl LockStore for ClusterStore {
         secret: &[u8],
         lock_ttl: Duration,
         data: &[u8],
-        refresh: Option<Duration>,
     ) -> Result<Option<Option<Vec<u8>>>> {
         let lock_ms = u64::try_from(lock_ttl.as_millis())
             .unwrap_or(u64::MAX)
             .max(1);
         let lock_ms = Decimal::from(lock_ms);
         let mut packed = packed(&[b"SET", lock, secret, b"NX", b"PX", lock_ms.as_bytes()]);
-        pack_get(&mut packed, data, refresh);
+        pack(&mut packed, &[b"GET", data]);
         let mut replies = self
             .send(lock, &packed, 2, Duration::ZERO, false)?
             .into_iter();

@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Result, anyhow, bail};
 
 use crate::keys::LockKeys;
+use crate::lifetime::{Change, Lifetime};
 use crate::script::LuaScript;
 use crate::settings::{LockSettings, ReleaseCommand, ReplicaAck};
 use crate::stats;
@@ -80,6 +81,14 @@ pub struct HeldLock {
     /// data was read, `None` if unknown: the write stores only if no write
     /// came since.
     fence: Option<Vec<u8>>,
+    /// The session's own lifetime as the acquire script read it; `None` also
+    /// when the lock came by a hand-over, which does not carry it.
+    pub lifetime: Option<Lifetime>,
+    /// The session was missing when read under this lock.
+    read_nothing: bool,
+    /// The read renewed the data's TTL (early_refresh, by the acquire script
+    /// or a hand-over): an unchanged session needs no touch.
+    pub renewed: bool,
 }
 
 impl HeldLock {
@@ -95,7 +104,41 @@ impl HeldLock {
             &self.keys.waiters,
             &next,
             &self.keys.done,
+            &self.keys.lifetime,
         ])
+    }
+
+    /// Calls `call` with the script and arguments of a save (see
+    /// [`save_and_release`]). A session the lock found missing keeps no
+    /// lifetime a leftover key may still hold (phpredis's destroy leaves it):
+    /// an id made again starts afresh.
+    pub(crate) fn save_call<R>(
+        &self,
+        save: Save,
+        data: &[u8],
+        ttl: Duration,
+        lifetime: Change,
+        call: impl FnOnce(&LuaScript, &[&[u8]]) -> R,
+    ) -> R {
+        let ttl = whole_seconds(ttl).to_string();
+        let lifetime = match lifetime {
+            Change::Keep if self.read_nothing => Change::Drop,
+            lifetime => lifetime,
+        }
+        .script_arg();
+        let secret = self.secret.as_bytes();
+        match save {
+            Save::Write => {
+                let fence = self.fence.as_deref().unwrap_or(UNKNOWN_WRITER);
+                let lock_ms = self.lock_ms.as_bytes();
+                let args: [&[u8]; 6] = [secret, data, ttl.as_bytes(), lock_ms, fence, &lifetime];
+                call(&WRITE_AND_RELEASE, &args)
+            }
+            Save::Touch => call(
+                &TOUCH_AND_RELEASE,
+                &[secret, data, ttl.as_bytes(), &lifetime],
+            ),
+        }
     }
 
     /// Remembers who wrote last when the data was read under this lock.
@@ -109,6 +152,10 @@ impl HeldLock {
     }
 }
 
+#[expect(
+    clippy::large_enum_variant,
+    reason = "made once per session_start() and moved into the handler: a box would cost an allocation"
+)]
 pub enum Acquired {
     /// The lock is ours; the data was read under it (`None`: no session yet).
     Locked(HeldLock, Option<Vec<u8>>),
@@ -226,6 +273,9 @@ impl Acquisition {
                 release: lock.release,
                 lock_ms: millis(lock.ttl).to_string(),
                 fence: None,
+                lifetime: None,
+                read_nothing: false,
+                renewed: false,
             },
             refresh_s: refresh.map_or(0, whole_seconds).to_string(),
             max_waiters: lock.max_waiters.unwrap_or(0),
@@ -275,6 +325,7 @@ impl Acquisition {
                 &self.wait_list,
                 suspect_list,
                 &keys.done,
+                &keys.lifetime,
             ],
             &[
                 self.held.secret.as_bytes(),
@@ -304,6 +355,10 @@ impl Acquisition {
             Some(Reply::Int(1)) => {
                 self.queued = false;
                 self.held.read_after(optional_bytes(items.next())?);
+                self.held.lifetime = optional_bytes(items.next())?
+                    .as_deref()
+                    .and_then(Lifetime::decode);
+                self.read(&data, self.refresh_s != "0");
                 return Ok(Attempt::Locked(data));
             }
             Some(Reply::Int(2)) => {
@@ -336,19 +391,16 @@ impl Acquisition {
     /// secret again after a failover undid the take, and this acquisition
     /// has not queued.
     fn lock_and_read(
-        &self,
+        &mut self,
         store: &mut impl LockStore,
         ttl: Duration,
-        refresh: Option<Duration>,
     ) -> Result<Option<Option<Vec<u8>>>> {
         let keys = &self.held.keys;
-        store.lock_and_read(
-            &keys.lock,
-            self.held.secret.as_bytes(),
-            ttl,
-            &keys.data,
-            refresh,
-        )
+        let read = store.lock_and_read(&keys.lock, self.held.secret.as_bytes(), ttl, &keys.data)?;
+        if let Some(data) = &read {
+            self.read(data, false);
+        }
+        Ok(read)
     }
 
     /// Blocks up to `timeout` for the lock to be handed to us: the data if it
@@ -382,7 +434,15 @@ impl Acquisition {
         }
         self.queued = false;
         self.held.fence = writer.map(<[u8]>::to_vec);
+        self.read(&data, self.refresh_s != "0");
         Ok(Some(data))
+    }
+
+    /// What the lock's holder read (`None`: the session was missing), and
+    /// whether the read renewed the TTL.
+    pub(crate) fn read(&mut self, data: &Option<Vec<u8>>, renewed: bool) {
+        self.held.read_nothing = data.is_none();
+        self.held.renewed = renewed && data.is_some();
     }
 
     pub(crate) fn into_held(self) -> HeldLock {
@@ -407,7 +467,7 @@ pub fn acquire_and_read(
     let started = Instant::now();
     let mut acquisition = Acquisition::new(keys, lock, refresh)?;
     if PLAIN_FIRST.get() {
-        match acquisition.lock_and_read(store, lock.ttl, refresh) {
+        match acquisition.lock_and_read(store, lock.ttl) {
             Ok(Some(data)) => {
                 stats::lock_attempt(true, Duration::ZERO);
                 return Ok((
@@ -495,14 +555,23 @@ fn optional_bytes(item: Option<Reply>) -> Result<Option<Vec<u8>>> {
     }
 }
 
-/// Runs a release script: whether the lock was ours.
+/// What a release script said: whether the lock was ours, and the session's
+/// lifetime that a save applied or a destroy deleted.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Released {
+    pub ours: bool,
+    pub lifetime: Option<Lifetime>,
+}
+
+/// Runs a release script: what it said (see [`Released`]), and how many
+/// replicas acknowledged it when `ack` asked.
 fn run_release(
     store: &mut impl LockStore,
     script: &LuaScript,
     held: &HeldLock,
     args: &[&[u8]],
     ack: Option<ReplicaAck>,
-) -> Result<(bool, Option<u32>)> {
+) -> Result<(Released, Option<u32>)> {
     let (reply, acked) = held.with_release_keys(|keys| match ack {
         Some(ack) => {
             let (reply, acked) = store.eval_acked(script, keys, args, ack)?;
@@ -510,10 +579,26 @@ fn run_release(
         }
         None => Ok((store.eval(script, keys, args)?, None)),
     })?;
-    match reply {
-        Reply::Int(ours) => Ok((ours == 1, acked)),
+    Ok((released(reply)?, acked))
+}
+
+/// A release script's reply: 1 or 0 (release), or {1 or 0, lifetime} (save, destroy).
+fn released(reply: Reply) -> Result<Released> {
+    let (ours, lifetime) = match reply {
+        Reply::Int(ours) => (ours, None),
+        Reply::Array(items) => {
+            let mut items = items.into_iter();
+            match items.next() {
+                Some(Reply::Int(ours)) => (ours, optional_bytes(items.next())?),
+                _ => bail!("unexpected reply to the lock script"),
+            }
+        }
         other => bail!("unexpected {} reply to the lock script", other.kind()),
-    }
+    };
+    Ok(Released {
+        ours: ours == 1,
+        lifetime: lifetime.as_deref().and_then(Lifetime::decode),
+    })
 }
 
 /// How PHP saves a locked session at the end of a request.
@@ -529,7 +614,8 @@ pub enum Save {
 /// the previous release): no secret looks like it.
 const UNKNOWN_WRITER: &[u8] = b"?";
 
-/// Saves and releases the lock in one call; false if the lock was no longer ours
+/// Saves (for `ttl`, or the session's own lifetime after `lifetime`) and
+/// releases the lock in one call; not `ours` if the lock was no longer ours
 /// (then a write stored nothing). With `ack`, a write also waits, in the same
 /// round trip, for that many replicas, and fails if fewer have it in time.
 pub fn save_and_release(
@@ -538,29 +624,20 @@ pub fn save_and_release(
     held: &HeldLock,
     data: &[u8],
     ttl: Duration,
+    lifetime: Change,
     ack: Option<ReplicaAck>,
-) -> Result<bool> {
-    let script = match save {
-        Save::Write => &WRITE_AND_RELEASE,
-        Save::Touch => &TOUCH_AND_RELEASE,
-    };
-    let ttl = whole_seconds(ttl).to_string();
-    let args: [&[u8]; 5] = [
-        held.secret.as_bytes(),
-        data,
-        ttl.as_bytes(),
-        held.lock_ms.as_bytes(),
-        held.fence.as_deref().unwrap_or(UNKNOWN_WRITER),
-    ];
+) -> Result<Released> {
     let ack = ack.filter(|_| matches!(save, Save::Write));
-    let (ours, acked) = run_release(store, script, held, &args, ack)?;
-    if ours {
+    let (released, acked) = held.save_call(save, data, ttl, lifetime, |script, args| {
+        run_release(store, script, held, args, ack)
+    })?;
+    if released.ours {
         stats::released(ReleaseCommand::Eval);
         if let (Some(ack), Some(acked)) = (ack, acked) {
             check_replicas(ack, acked)?;
         }
     }
-    Ok(ours)
+    Ok(released)
 }
 
 /// An error unless at least `ack.replicas` replicas acknowledged the write.
@@ -575,15 +652,15 @@ pub fn check_replicas(ack: ReplicaAck, acked: u32) -> Result<()> {
     Ok(())
 }
 
-/// Deletes the data and releases the lock in one call; false if the lock was
-/// no longer ours (then nothing was deleted).
-pub fn destroy_and_release(store: &mut impl LockStore, held: &HeldLock) -> Result<bool> {
+/// Deletes the data and its lifetime and releases the lock in one call; not
+/// `ours` if the lock was no longer ours (then nothing was deleted).
+pub fn destroy_and_release(store: &mut impl LockStore, held: &HeldLock) -> Result<Released> {
     let args: [&[u8]; 2] = [held.secret.as_bytes(), held.lock_ms.as_bytes()];
-    let (ours, _) = run_release(store, &DESTROY_AND_RELEASE, held, &args, None)?;
-    if ours {
+    let (released, _) = run_release(store, &DESTROY_AND_RELEASE, held, &args, None)?;
+    if released.ours {
         stats::released(ReleaseCommand::Eval);
     }
-    Ok(ours)
+    Ok(released)
 }
 
 /// Releases the lock, handing it on to the longest waiter. DELEX or DELIFEQ,
@@ -610,7 +687,8 @@ pub fn release(store: &mut impl LockStore, held: &HeldLock) -> Result<bool> {
         None => {}
     }
     let deleted = matches!(native, Some((true, _)));
-    let (ours, _) = run_release(store, &RELEASE, held, &[held.secret.as_bytes()], None)?;
+    let (Released { ours, .. }, _) =
+        run_release(store, &RELEASE, held, &[held.secret.as_bytes()], None)?;
     if ours {
         stats::released(ReleaseCommand::Eval);
     }
@@ -735,7 +813,6 @@ mod tests {
             _: &[u8],
             _: Duration,
             _: &[u8],
-            _: Option<Duration>,
         ) -> Result<Option<Option<Vec<u8>>>> {
             self.plain_tries += 1;
             Ok(None)
@@ -923,9 +1000,11 @@ mod cluster_tests {
             held,
             data,
             Duration::from_secs(60),
+            Change::Keep,
             None,
         )
         .unwrap()
+        .ours
     }
 
     fn owner(store: &ClusterStore, keys: &LockKeys) -> Option<Vec<u8>> {
@@ -942,6 +1021,7 @@ mod cluster_tests {
             &keys.queue,
             &keys.waiters,
             &keys.done,
+            &keys.lifetime,
         ] {
             store.delete(key).unwrap();
         }
@@ -1206,6 +1286,93 @@ mod cluster_tests {
 
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_session_keeps_its_own_lifetime_across_saves() {
+        let mut store = store();
+        let keys = keys("lifetime");
+        let gc = Duration::from_secs(60);
+        let pttl = |store: &ClusterStore, key: &[u8]| int(store, key, cmd("PTTL").arg(key));
+        // A locked request that saves this way: what its read found, what its save said.
+        let request = |store: &mut ClusterStore, save: Save, change: Change| {
+            let held = lock(store, &keys, Duration::from_secs(30));
+            let released = save_and_release(store, save, &held, b"v", gc, change, None).unwrap();
+            assert!(released.ours);
+            (held.lifetime, released.lifetime)
+        };
+        let both_expire_together = |store: &ClusterStore| {
+            let (data, life) = (pttl(store, &keys.data), pttl(store, &keys.lifetime));
+            assert!(
+                (data - life).abs() < 100,
+                "data {data} ms, lifetime {life} ms"
+            );
+            data
+        };
+        let week = Lifetime::Sliding(Duration::from_secs(7 * 86400));
+        assert_eq!(
+            request(&mut store, Save::Write, Change::Set(week)),
+            (None, Some(week))
+        );
+        assert!(both_expire_together(&store) > 6 * 86400 * 1000);
+        // Later requests keep it, a touch renews by it.
+        store
+            .run(&keys.data, cmd("PEXPIRE").arg(&keys.data).arg(1000))
+            .unwrap();
+        assert_eq!(
+            request(&mut store, Save::Touch, Change::Keep),
+            (Some(week), Some(week))
+        );
+        assert!(both_expire_together(&store) > 6 * 86400 * 1000);
+        // A fixed end, whatever comes after.
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let end = Lifetime::Until(now_ms + 5000);
+        assert_eq!(
+            request(&mut store, Save::Write, Change::Set(end)),
+            (Some(week), Some(end))
+        );
+        assert_eq!(
+            request(&mut store, Save::Write, Change::Keep),
+            (Some(end), Some(end))
+        );
+        assert!((3000..=5000).contains(&both_expire_together(&store)));
+        // Dropped: gc_maxlifetime again, no lifetime key.
+        assert_eq!(
+            request(&mut store, Save::Touch, Change::Drop),
+            (Some(end), None)
+        );
+        assert!((55_000..=60_000).contains(&pttl(&store, &keys.data)));
+        assert_eq!(
+            int(&store, &keys.lifetime, cmd("EXISTS").arg(&keys.lifetime)),
+            0
+        );
+        // A lifetime key phpredis's destroy left behind is not inherited.
+        store.set(&keys.lifetime, &week.encode(), gc).unwrap();
+        store.delete(&keys.data).unwrap();
+        assert_eq!(request(&mut store, Save::Write, Change::Keep), (None, None));
+        assert_eq!(
+            int(&store, &keys.lifetime, cmd("EXISTS").arg(&keys.lifetime)),
+            0
+        );
+        // A destroy takes it with the data, and says what it was.
+        request(&mut store, Save::Write, Change::Set(week));
+        let held = lock(&mut store, &keys, Duration::from_secs(30));
+        let destroyed = destroy_and_release(&mut store, &held).unwrap();
+        assert_eq!(
+            destroyed,
+            Released {
+                ours: true,
+                lifetime: Some(week)
+            }
+        );
+        for key in [&keys.data, &keys.lifetime] {
+            assert_eq!(int(&store, key, cmd("EXISTS").arg(key)), 0);
+        }
+        clean(&mut store, &keys);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
     fn a_free_lock_is_taken_without_a_script() {
         let mut store = store();
         let keys = keys("plain");
@@ -1233,8 +1400,11 @@ mod cluster_tests {
         );
         let ttl = int(&store, &keys.lock, cmd("PTTL").arg(&keys.lock));
         assert!((6000..=7000).contains(&ttl), "{ttl}");
+        // Not renewed here (GET, not GETEX): the session's lifetime is not
+        // known yet, so the save renews it.
         let ttl = int(&store, &keys.data, cmd("TTL").arg(&keys.data));
-        assert!((85..=90).contains(&ttl), "refreshed: {ttl}");
+        assert!((55..=60).contains(&ttl), "renewed: {ttl}");
+        assert!(!held.renewed);
         assert!(write(&mut store, &held, b"v1"));
         clean(&mut store, &keys);
     }
@@ -1393,7 +1563,16 @@ mod cluster_tests {
                 replicas,
                 timeout: Duration::from_millis(300),
             };
-            save_and_release(&mut cluster, Save::Write, &held, data, ttl, Some(ack))
+            save_and_release(
+                &mut cluster,
+                Save::Write,
+                &held,
+                data,
+                ttl,
+                Change::Keep,
+                Some(ack),
+            )
+            .map(|released| released.ours)
         };
         // Every primary of the test cluster has one replica.
         assert!(write(b"v1", 1).unwrap());

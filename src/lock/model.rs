@@ -9,6 +9,12 @@
 //! real [`Acquisition`]. Time is a tick clock (one tick is `tick_ms`); a live
 //! client acts at once between calls and only its holds and BLPOPs last.
 //!
+//! With `lifetimes`, a holder's write or touch may also set a session
+//! lifetime (sliding or fixed), drop it, or keep what is stored; with
+//! `refresh` (early_refresh) reads renew the data's TTL; `foreign_destroys`
+//! lets phpredis delete the data without a lock, which leaves the lifetime
+//! key behind.
+//!
 //! With `fallback` (`failover=error`), an acquire call that fails for good
 //! (its reply lost twice: the primary unreachable) lets go of what it may
 //! have taken, as every failed call does, then serves the session read-only
@@ -36,7 +42,11 @@
 //!   replicated): a hand-over goes to the live waiter that queued first;
 //! - declared keys: no call touches a key its client did not name;
 //! - no leftovers: every key has a TTL, and no helper key outlives its last
-//!   user by more than max(lock TTL, piece + 2 × hand-over timeout).
+//!   user by more than max(lock TTL, piece + 2 × hand-over timeout);
+//! - lifetime: the lifetime key and the data expire together; a save that
+//!   applied gives the data the TTL of the lifetime it asked for (or kept,
+//!   or `gc_maxlifetime` without one); a session read missing starts without
+//!   the lifetime a leftover key held.
 
 mod server;
 
@@ -45,16 +55,31 @@ use std::time::Duration;
 use stateright::{Checker, Model, Property};
 
 use self::server::Server;
-use super::scripts::{
-    ACQUIRE_AND_READ, DESTROY_AND_RELEASE, RELEASE, TOUCH_AND_RELEASE, WRITE_AND_RELEASE,
-};
-use super::{Acquisition, Attempt, HAND_OVER_TIMEOUT, longest_piece};
+use super::scripts::{ACQUIRE_AND_READ, DESTROY_AND_RELEASE, RELEASE};
+use super::{Acquisition, Attempt, HAND_OVER_TIMEOUT, Save, longest_piece, released};
 use crate::keys::LockKeys;
+use crate::lifetime::{Change, Lifetime};
 use crate::settings::{LockSettings, ReleaseCommand};
 use crate::store::Reply;
 
-/// The data key's TTL: longer than any run.
-const DATA_TTL_S: &str = "3600";
+/// The data key's TTL (`gc_maxlifetime`): longer than any run.
+const DATA_TTL: Duration = Duration::from_secs(3600);
+/// A sliding lifetime a holder may set: past the end of a run too.
+const SLIDING: Duration = Duration::from_secs(7200);
+/// How far ahead a fixed end a holder may set lies: within a run.
+const FIXED_END_MS: u64 = 2000;
+
+/// What a holder's write or touch does with the session's lifetime
+/// (`rediscluster_session_set_lifetime()` earlier in the request).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pick {
+    Keep,
+    Sliding,
+    /// Ends [`FIXED_END_MS`] after the save.
+    Fixed,
+    /// Back to `gc_maxlifetime` (0).
+    Drop,
+}
 
 /// What a holder does with the session before it lets go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -79,6 +104,11 @@ pub struct LockModel {
     pub write_replicas: bool,
     /// `failover=error`: see the module's documentation.
     pub fallback: bool,
+    /// Writes and touches may set lifetimes; reads renew the TTL
+    /// (early_refresh); phpredis may destroy without the lock this often.
+    pub lifetimes: bool,
+    pub refresh: bool,
+    pub foreign_destroys: u8,
     pub tick_ms: i64,
     /// The clock stops here: every run is finite.
     pub max_ticks: u32,
@@ -104,7 +134,7 @@ enum Phase {
     /// Serving the session read from the replica after a failed acquire
     /// call and its cleanup (`fallback`); its close calls nothing.
     ReadOnly,
-    Saving(Op),
+    Saving(Op, Pick),
     /// `release()` with DELIFEQ: the native delete, then the script if anyone waits.
     ReleaseNative(Op),
     ReleaseScript(Op),
@@ -125,6 +155,8 @@ struct Client {
     waited: bool,
     /// The counter read under the lock.
     read: Option<u64>,
+    /// The session was missing when read under the lock.
+    read_missing: bool,
     /// A reply of the current call was lost once: another loss fails it.
     retried: bool,
     /// Its acquire call failed for good with `fallback`: after the cleanup
@@ -150,6 +182,10 @@ pub struct State {
     crashes: u8,
     lost: u8,
     failovers: u8,
+    foreign_destroys: u8,
+    /// The data expired (a fixed end) since it was last written: a write over
+    /// nothing then loses no update.
+    data_expired: bool,
     queued_count: u32,
     /// Acknowledged writes: (client, counter value).
     acked: Vec<(u8, u64)>,
@@ -173,13 +209,16 @@ pub enum Invariant {
     Fifo,
     DeclaredKeys,
     NoLeftovers,
+    Lifetime,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Action {
     Tick,
     /// A holder lets go of the session this way.
-    Save(u8, Op),
+    Save(u8, Op, Pick),
+    /// phpredis deletes the data without a lock (its lifetime key stays).
+    ForeignDestroy,
     Step(u8),
     /// The client's call is applied but its reply lost.
     StepLost(u8),
@@ -248,6 +287,7 @@ impl LockModel {
     }
 
     fn locked(&self, client: &mut Client, data: Option<Vec<u8>>, lock_until: Option<i64>) {
+        client.read_missing = data.is_none();
         client.lock_until = lock_until;
         client.read = Some(counter(data.as_deref()));
         client.plain_first = !client.waited;
@@ -294,7 +334,7 @@ impl LockModel {
                 client.acquisition = Some(Acquisition::with_secret(
                     k.clone(),
                     &self.lock,
-                    None,
+                    self.refresh.then_some(DATA_TTL),
                     secret(c, n),
                 ));
                 client.deadline = self
@@ -335,14 +375,17 @@ impl LockModel {
                     // The pipeline is sent again.
                     client.retried = true;
                 } else {
-                    match (set, read) {
-                        (Ok(Reply::Status), Ok(Reply::Data(data))) => {
-                            self.locked(&mut client, Some(data), lock_until)
+                    let data = match (set, read) {
+                        (Ok(Reply::Status), Ok(Reply::Data(data))) => Some(Some(data)),
+                        (Ok(Reply::Status), Ok(Reply::Nil)) => Some(None),
+                        _ => None,
+                    };
+                    match data {
+                        Some(data) => {
+                            client.acquisition.as_mut().unwrap().read(&data, false);
+                            self.locked(&mut client, data, lock_until)
                         }
-                        (Ok(Reply::Status), Ok(Reply::Nil)) => {
-                            self.locked(&mut client, None, lock_until)
-                        }
-                        _ => self.next_attempt(&mut client, now),
+                        None => self.next_attempt(&mut client, now),
                     }
                 }
             }
@@ -406,39 +449,34 @@ impl LockModel {
                     _ => self.next_attempt(&mut client, now),
                 }
             }
-            Phase::Saving(op) => {
+            Phase::Saving(op, pick) => {
                 let held = &client.acquisition.as_ref().unwrap().held;
                 let data = (client.read.unwrap() + 1).to_string();
                 let read = client.read.unwrap().to_string();
-                let reply = held.with_release_keys(|keys| match op {
-                    Op::Write => self.eval(
-                        state,
-                        &WRITE_AND_RELEASE,
-                        keys,
-                        &[
-                            held.secret().as_bytes(),
-                            data.as_bytes(),
-                            DATA_TTL_S.as_bytes(),
-                            held.lock_ms.as_bytes(),
-                            held.fence.as_deref().unwrap_or(super::UNKNOWN_WRITER),
-                        ],
-                    ),
-                    Op::Touch => self.eval(
-                        state,
-                        &TOUCH_AND_RELEASE,
-                        keys,
-                        &[
-                            held.secret().as_bytes(),
-                            read.as_bytes(),
-                            DATA_TTL_S.as_bytes(),
-                        ],
-                    ),
+                let server_now = state.primary.now_ms;
+                let change = match pick {
+                    Pick::Keep => Change::Keep,
+                    Pick::Sliding => Change::Set(Lifetime::Sliding(SLIDING)),
+                    Pick::Fixed => Change::Set(Lifetime::Until(server_now as u64 + FIXED_END_MS)),
+                    Pick::Drop => Change::Drop,
+                };
+                let lifetime_before = state.primary.get_str(&k.lifetime).map(<[u8]>::to_vec);
+                let mut save = |save, data: &str| {
+                    held.save_call(save, data.as_bytes(), DATA_TTL, change, |script, args| {
+                        held.with_release_keys(|keys| self.eval(state, script, keys, args))
+                    })
+                };
+                let reply = match op {
+                    Op::Write => save(Save::Write, &data),
+                    Op::Touch => save(Save::Touch, &read),
                     Op::Destroy => {
                         let args: [&[u8]; 2] = [held.secret().as_bytes(), held.lock_ms.as_bytes()];
-                        self.eval(state, &DESTROY_AND_RELEASE, keys, &args)
+                        held.with_release_keys(|keys| {
+                            self.eval(state, &DESTROY_AND_RELEASE, keys, &args)
+                        })
                     }
                     Op::Release => unreachable!(),
-                });
+                };
                 let Some(reply) = reply else { return };
                 // A write or destroy applied leaves its secret in `done` (a
                 // fenced-off write does not); a touch applies while the lock
@@ -454,9 +492,23 @@ impl LockModel {
                         format!("client {c}'s {op:?} applied without its lock"),
                     );
                 }
+                if applied && op != Op::Destroy {
+                    // The lifetime this save asked for, as the application sees it.
+                    let expected = match change {
+                        Change::Set(lifetime) => Some(lifetime),
+                        Change::Drop => None,
+                        Change::Keep if client.read_missing => None,
+                        Change::Keep => lifetime_before.as_deref().and_then(Lifetime::decode),
+                    };
+                    self.check_lifetime_applied(state, c, op, expected, server_now);
+                }
                 if applied {
                     client.applied_under_lock = true;
-                    if op == Op::Write && counter(data_before.as_deref()) != client.read.unwrap() {
+                    let expired = data_before.is_none() && state.data_expired;
+                    if op == Op::Write
+                        && !expired
+                        && counter(data_before.as_deref()) != client.read.unwrap()
+                    {
                         state.fail(
                             Invariant::NoLostUpdate,
                             format!(
@@ -467,13 +519,22 @@ impl LockModel {
                             ),
                         );
                     }
+                    if op == Op::Write {
+                        state.data_expired = false;
+                    }
                     // With write_replicas the WAIT behind the script holds the reply until a replica has it.
                     if op == Op::Write && self.write_replicas {
                         state.replica = state.primary.clone();
                     }
                 }
                 if delivered(&mut client, lost) {
-                    let acknowledged = reply == Reply::Int(1);
+                    let acknowledged = match released(reply) {
+                        Ok(released) => released.ours,
+                        Err(err) => {
+                            state.fail(Invariant::Safety, format!("save reply: {err}"));
+                            return;
+                        }
+                    };
                     if acknowledged && !client.applied_under_lock {
                         state.fail(Invariant::Safety, format!(
                             "safety: client {c}'s {op:?} acknowledged but never applied under its lock"
@@ -534,6 +595,38 @@ impl LockModel {
         self.after_call(state, c, owner_before);
     }
 
+    /// After client `c`'s write or touch applied at server time `now`: the
+    /// data and the lifetime key expire as `expected` says.
+    fn check_lifetime_applied(
+        &self,
+        state: &mut State,
+        c: usize,
+        op: Op,
+        expected: Option<Lifetime>,
+        now: i64,
+    ) {
+        let k = keys();
+        let want_at = match expected {
+            Some(Lifetime::Sliding(ttl)) => now + ttl.as_millis() as i64,
+            Some(Lifetime::Until(at)) => at as i64,
+            None => now + DATA_TTL.as_millis() as i64,
+        };
+        let data_at = state.primary.ttl_of(&k.data).flatten();
+        let life = state
+            .primary
+            .keys
+            .get(&k.lifetime)
+            .map(|(value, at)| (value.clone(), *at));
+        let life_wanted = expected.map(|l| (server::Value::Str(l.encode()), Some(want_at)));
+        if data_at != Some(want_at) || life != life_wanted {
+            let why = format!(
+                "client {c}'s {op:?} for {expected:?} left the data expiring at {data_at:?} \
+                 and the lifetime key {life:?}, not at {want_at}"
+            );
+            state.fail(Invariant::Lifetime, why);
+        }
+    }
+
     /// History checks after client `c`'s call changed the lock.
     fn after_call(&self, state: &mut State, c: usize, owner_before: Option<Vec<u8>>) {
         let owner = state.lock_owner();
@@ -581,6 +674,7 @@ impl LockModel {
                 // A failover's clock step back stretches every TTL by the step.
                 Some(at)
                     if *key != k.data
+                        && *key != k.lifetime
                         && at - state.primary.now_ms > helper_bound + state.skew.abs() =>
                 {
                     state.violation.get_or_insert((
@@ -594,6 +688,22 @@ impl LockModel {
                 }
                 _ => continue,
             };
+        }
+        // Lifetime: its key expires with the data, and only phpredis's
+        // destroy leaves it alone.
+        match (
+            state.primary.keys.get(&k.lifetime),
+            state.primary.keys.get(&k.data),
+        ) {
+            (Some((_, life_at)), Some((_, data_at))) if life_at != data_at => {
+                let why =
+                    format!("the lifetime key expires at {life_at:?}, the data at {data_at:?}");
+                state.fail(Invariant::Lifetime, why);
+            }
+            (Some(_), None) if state.foreign_destroys == 0 => {
+                state.fail(Invariant::Lifetime, "a lifetime key without data".into());
+            }
+            _ => {}
         }
         // Mutual exclusion: nobody takes a lock from a live holder before its
         // TTL ran out (a failover may: it is checked only before one).
@@ -689,6 +799,7 @@ impl Model for LockModel {
                     deadline: None,
                     waited: false,
                     read: None,
+                    read_missing: false,
                     falls_back: false,
                     retried: false,
                     applied_under_lock: false,
@@ -700,6 +811,8 @@ impl Model for LockModel {
             crashes: 0,
             lost: 0,
             failovers: 0,
+            foreign_destroys: 0,
+            data_expired: false,
             queued_count: 0,
             acked: Vec::new(),
             acked_rolled_back: 0,
@@ -721,7 +834,17 @@ impl Model for LockModel {
                 Phase::Idle if client.started == self.acquisitions[c] => continue,
                 Phase::Idle => actions.push(Action::Step(c8)),
                 // What to do, and when, is the holder's choice.
-                Phase::Holding => actions.extend(self.ops.iter().map(|&op| Action::Save(c8, op))),
+                Phase::Holding => {
+                    for &op in &self.ops {
+                        let picks: &[Pick] = match op {
+                            Op::Write | Op::Touch if self.lifetimes => {
+                                &[Pick::Keep, Pick::Sliding, Pick::Fixed, Pick::Drop]
+                            }
+                            _ => &[Pick::Keep],
+                        };
+                        actions.extend(picks.iter().map(|&pick| Action::Save(c8, op, pick)));
+                    }
+                }
                 // A read-only request closes when it likes; it never saves.
                 Phase::ReadOnly => actions.push(Action::Step(c8)),
                 Phase::Blocked { since, until } => {
@@ -754,6 +877,13 @@ impl Model for LockModel {
                 actions.push(Action::Crash(c8));
             }
         }
+        // phpredis destroys the session while nobody holds its lock.
+        if state.foreign_destroys < self.foreign_destroys
+            && state.primary.keys.contains_key(&keys().data)
+            && state.lock_owner().is_none()
+        {
+            actions.push(Action::ForeignDestroy);
+        }
         if state.failovers < self.failovers {
             if state.replica != state.primary {
                 actions.push(Action::Replicate);
@@ -773,15 +903,23 @@ impl Model for LockModel {
                 state.ticks += 1;
                 state.primary.now_ms += self.tick_ms;
                 state.replica.now_ms += self.tick_ms;
+                let had_data = state.primary.keys.contains_key(&keys().data);
                 state.primary.expire_keys();
+                if had_data && !state.primary.keys.contains_key(&keys().data) {
+                    state.data_expired = true;
+                }
                 state.replica.expire_keys();
             }
-            Action::Save(c, op) => {
+            Action::Save(c, op, pick) => {
                 state.clients[usize::from(c)].phase = match (op, self.lock.release) {
                     (Op::Release, ReleaseCommand::Eval) => Phase::ReleaseScript(op),
                     (Op::Release, _) => Phase::ReleaseNative(op),
-                    _ => Phase::Saving(op),
+                    _ => Phase::Saving(op, pick),
                 };
+            }
+            Action::ForeignDestroy => {
+                state.foreign_destroys += 1;
+                state.primary.keys.remove(&keys().data);
             }
             Action::Step(c) | Action::StepLost(c) => {
                 let lost = matches!(action, Action::StepLost(_));
@@ -851,6 +989,7 @@ impl Model for LockModel {
             holds!("fifo", Invariant::Fifo),
             holds!("declared keys", Invariant::DeclaredKeys),
             holds!("no leftovers", Invariant::NoLeftovers),
+            holds!("lifetime", Invariant::Lifetime),
             // The model does reach the end of a busy session.
             Property::sometimes(
                 "every acquisition wrote",
@@ -993,6 +1132,9 @@ mod tests {
             failovers: 0,
             write_replicas: false,
             fallback: false,
+            lifetimes: false,
+            refresh: false,
+            foreign_destroys: 0,
             tick_ms: 1000,
             max_ticks,
         }
@@ -1096,6 +1238,40 @@ mod tests {
         holds(
             "2 clients, 2 lost replies, 1 failover, failover=error",
             beside_a_failover,
+        );
+    }
+
+    /// Session lifetimes: each write or touch sets a sliding one, a fixed end
+    /// within the run, drops it or keeps what is stored; reads renew the TTL
+    /// (early_refresh) or not; phpredis destroys the session while its lock
+    /// is free, leaving the lifetime key behind.
+    #[test]
+    #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
+    fn session_lifetimes() {
+        for refresh in [false, true] {
+            let model = LockModel {
+                ops: vec![Op::Write, Op::Touch, Op::Destroy],
+                lifetimes: true,
+                refresh,
+                foreign_destroys: 1,
+                ..model(vec![2, 1], 3000, 5)
+            };
+            holds(
+                &format!("2 clients, 2+1 acquisitions, lifetimes, early_refresh={refresh}"),
+                model,
+            );
+        }
+        let lost = LockModel {
+            ops: vec![Op::Write, Op::Touch],
+            lifetimes: true,
+            refresh: true,
+            lost_replies: 1,
+            crashes: 0,
+            ..model(vec![2, 1], 2000, 4)
+        };
+        holds(
+            "2 clients, 2+1 acquisitions, lifetimes, early_refresh, 1 lost reply",
+            lost,
         );
     }
 

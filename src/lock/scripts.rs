@@ -5,26 +5,99 @@
 
 use crate::script::LuaScript;
 
-/// Lua that reads the data into `data`, with GETEX when `refresh` (a TTL in
-/// seconds, '0' for none) asks for it; `data_key` holds the key.
+/// Lua that turns `life_value` (the session's own lifetime, see
+/// [`crate::lifetime`]: "S<seconds>" or "A<unix ms>", or false) into the
+/// data key's expiry: `expire_by` 'EX' (seconds from now) or 'PXAT' (unix
+/// ms) and `expire_at`; `default_s` seconds without one. A value this release
+/// does not understand counts as none.
+macro_rules! expiry_lua {
+    () => {
+        r"local expire_by, expire_at = 'EX', default_s
+if life_value then
+  local kind, number = string.match(life_value, '^([SA])(%d+)$')
+  if not kind or tonumber(number) == 0 then
+    kind = false
+  end
+  if kind == 'S' then
+    expire_at = number
+  elseif kind == 'A' then
+    expire_by, expire_at = 'PXAT', number
+  else
+    life_value = false
+  end
+end
+"
+    };
+}
+
+/// Lua that reads the data into `data` and the session's own lifetime into
+/// `life_value` (`data_key` and `life` name their keys). With `refresh` (a
+/// TTL in seconds, '0' for none) GETEX renews the data's TTL, by the
+/// lifetime when there is one, and the lifetime key's with it. A lifetime
+/// without data is a leftover (phpredis's destroy leaves it): it goes, so
+/// that an id made again starts afresh. (A fixed end needs no check here:
+/// the lifetime key expires at that time.)
 macro_rules! read_data_lua {
     () => {
-        r"local data
+        concat!(
+            r"local life_value = redis.call('GET', life)
+local default_s = refresh
+",
+            expiry_lua!(),
+            r"local data
 if refresh ~= '0' then
-  data = redis.call('GETEX', data_key, 'EX', refresh)
+  data = redis.call('GETEX', data_key, expire_by, expire_at)
 else
   data = redis.call('GET', data_key)
+end
+if life_value and not data then
+  redis.call('DEL', life)
+  life_value = false
+elseif life_value and refresh ~= '0' then
+  redis.call('SET', life, life_value, expire_by, expire_at)
+end
+"
+        )
+    };
+}
+
+/// Lua that sets `life_value` from `life_arg`, a request's new lifetime (''
+/// keeps the stored one, '-' drops it), and the expiry from it.
+macro_rules! new_lifetime_lua {
+    () => {
+        concat!(
+            r"local life_value = life_arg
+if life_arg == '' then
+  life_value = redis.call('GET', life)
+elseif life_arg == '-' then
+  life_value = false
+end
+",
+            expiry_lua!()
+        )
+    };
+}
+
+/// Lua that gives the lifetime key the data key's expiry once the data is
+/// stored or renewed (`exists`), or drops it when the request dropped it.
+macro_rules! keep_lifetime_lua {
+    () => {
+        r"if life_value and exists then
+  redis.call('SET', life, life_value, expire_by, expire_at)
+elseif life_arg == '-' then
+  redis.call('DEL', life)
 end
 "
     };
 }
 
 /// Lua shared by every script that releases a lock: KEYS data, lock, queue,
-/// waiters, `next` (the list named after the releaser's secret) and done, as
-/// [`LockKeys`]. Hands the lock to the longest waiter whose deadline has not
+/// waiters, `next` (the list named after the releaser's secret), done and
+/// lifetime, as [`LockKeys`]. Hands the lock to the longest waiter whose deadline has not
 /// passed, with that waiter's own lock TTL, and pushes it
 /// "F<ms>:<secret>:<last writer>:" then "1" and the data (or "0": no
-/// session) on `next`; drops waiters that are gone. (The previous release
+/// session) on `next`, the data read and renewed as the acquire script
+/// reads it; drops waiters that are gone. (The previous release
 /// pushed "H<ms>:<secret>:" without the last writer.) The waiter's "handed" mark lives as long as the lock it got, so
 /// that a waiter behind can tell a dead hand-over for the whole of that
 /// time. With nobody waiting it deletes the lock. Inline, not a
@@ -63,28 +136,30 @@ redis.call('HDEL', waiters, secret)
     };
 }
 
-/// The keys every release script declares (`done` as [`LockKeys`]), and its secret.
+/// The keys every release script declares (`done` and `life` as
+/// [`LockKeys`]), and its secret.
 macro_rules! release_keys_lua {
     () => {
         r"local data_key, lock, queue, waiters, next = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local done, secret = KEYS[6], ARGV[1]
+local done, life, secret = KEYS[6], KEYS[7], ARGV[1]
 "
     };
 }
 
 /// KEYS: data, lock, queue, waiters, the list this caller waits on (named
-/// after the one ahead of it), the list the suspect's hand-over went to, done.
+/// after the one ahead of it), the list the suspect's hand-over went to, done,
+/// lifetime.
 /// ARGV: secret, lock TTL ms, data TTL s (0: plain GET), '1' to read the data
 /// even when busy, how long the caller will wait in ms (0: it will not, leave
 /// the queue), the hand-over timeout in ms, the owner suspected of a dead
 /// hand-over (or ''), '1' if the caller queued before.
-/// Returns {1, data, the last writer's secret} when the lock is ours; {0, data-or-false, owner, the one
+/// Returns {1, data, the last writer's secret, the session's lifetime} when the lock is ours; {0, data-or-false, owner, the one
 /// ahead of us, who handed the owner the lock} when busy. Repeats are safe: a
 /// lock that already holds our secret is ours (a lost reply, or a hand-over
 /// that came after our wait ended), and queueing again keeps our place.
 pub(crate) static ACQUIRE_AND_READ: LuaScript = LuaScript::new(concat!(
     r"local data_key, lock, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local wait_list, suspect_list, done = KEYS[5], KEYS[6], KEYS[7]
+local wait_list, suspect_list, done, life = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local secret, lock_ms, refresh = ARGV[1], ARGV[2], ARGV[3]
 local read_if_busy, wait_ms, hand_over_ms = ARGV[4] == '1', tonumber(ARGV[5]), tonumber(ARGV[6])
 local suspect, queued = ARGV[7], ARGV[8] == '1'
@@ -124,7 +199,7 @@ if not owner or owner == secret then
   end
 ",
     read_data_lua!(),
-    r"  return {1, data, redis.call('GET', done)}
+    r"  return {1, data, redis.call('GET', done), life_value}
 end
 local data, ahead = false, false
 -- A cap on waiters: one more does not queue (one already queued keeps its place).
@@ -162,9 +237,11 @@ local handed_by = string.match(redis.call('HGET', waiters, owner) or '', '^hande
 return {0, data, owner, ahead, handed_by or false}",
 ));
 
-/// KEYS: data, lock, queue, waiters, next, done. ARGV: secret, data, data
-/// TTL s, lock TTL ms, fence. Stores and releases only while the lock holds
-/// the secret: 1 if it did, 0 if the lock was lost. The store leaves the
+/// KEYS: data, lock, queue, waiters, next, done, lifetime. ARGV: secret,
+/// data, data TTL s, lock TTL ms, fence, the request's new lifetime (''
+/// keeps the stored one, '-' drops it). Stores (for the session's lifetime)
+/// and releases only while the lock holds the secret: {1, the lifetime it
+/// stored with} if it did, {0} if the lock was lost. The store leaves the
 /// secret in `done` for the lock's TTL, so that a repeat after a lost reply,
 /// which finds the lock gone or handed on, knows that its own write landed
 /// (equal bytes would not tell it from another holder's). The fence is what
@@ -174,57 +251,76 @@ return {0, data, owner, ahead, handed_by or false}",
 /// known) checks nothing.
 pub(crate) static WRITE_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
-    r"local data, ttl, lock_ms, fence = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+    r"local data, default_s, lock_ms, fence, life_arg = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 if redis.call('GET', lock) ~= secret then
-  if redis.call('GET', done) == secret then return 1 end
-  return 0
+  if redis.call('GET', done) == secret then return {1, redis.call('GET', life)} end
+  return {0, false}
 end
 local stale = fence ~= '?' and (redis.call('GET', done) or '') ~= fence
+local applied_life = false
 if not stale then
-  redis.call('SET', data_key, data, 'EX', ttl)
-  redis.call('SET', done, secret, 'PX', lock_ms)
+",
+    new_lifetime_lua!(),
+    r"redis.call('SET', data_key, data, expire_by, expire_at)
+local exists = true
+",
+    keep_lifetime_lua!(),
+    r"applied_life = life_value
+redis.call('SET', done, secret, 'PX', lock_ms)
 end
 ",
     hand_over_lua!(),
-    "if stale then return 0 end
-return 1"
+    "if stale then return {0, false} end
+return {1, applied_life}"
 ));
 
-/// KEYS: data, lock, queue, waiters, next, done. ARGV: secret, data, data
-/// TTL s. Refreshes the TTL (allowed without the lock, as in phpredis); rewrites a
-/// vanished key and releases the lock only while it holds the secret.
+/// KEYS: data, lock, queue, waiters, next, done, lifetime. ARGV: secret,
+/// data, data TTL s, the request's new lifetime as for [`WRITE_AND_RELEASE`].
+/// Renews the TTL for the session's lifetime (allowed without the lock, as in
+/// phpredis, which then keeps the stored lifetime); applies the new
+/// lifetime, rewrites a vanished key and releases the lock only while it
+/// holds the secret: {1, the lifetime} if it did, {0} if not.
 pub(crate) static TOUCH_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
-    r"local data, ttl = ARGV[2], ARGV[3]
+    r"local data, default_s, life_arg = ARGV[2], ARGV[3], ARGV[4]
 local held = redis.call('GET', lock) == secret
-if redis.call('EXPIRE', data_key, ttl) == 0 and held then
-  redis.call('SET', data_key, data, 'EX', ttl)
+if not held then life_arg = '' end
+",
+    new_lifetime_lua!(),
+    r"local exists = redis.call(expire_by == 'EX' and 'EXPIRE' or 'PEXPIREAT', data_key, expire_at) == 1
+if not exists and held then
+  redis.call('SET', data_key, data, expire_by, expire_at)
+  exists = true
 end
-if not held then return 0 end
+",
+    keep_lifetime_lua!(),
+    r"if not held then return {0, false} end
 ",
     hand_over_lua!(),
-    "return 1"
+    "return {1, life_value}"
 ));
 
-/// KEYS: data, lock, queue, waiters, next, done. ARGV: secret, lock TTL ms.
-/// Deletes the data and releases the lock only while it holds the secret: 1
-/// if it did, 0 if the lock was lost (an expired lock may have gone to
+/// KEYS: data, lock, queue, waiters, next, done, lifetime. ARGV: secret,
+/// lock TTL ms. Deletes the data and its lifetime and releases the lock only
+/// while it holds the secret: {1, the lifetime it had} if it did, {0} if the
+/// lock was lost (an expired lock may have gone to
 /// another holder, whose data must stay). Proves itself in `done` as a write.
 pub(crate) static DESTROY_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
     r"if redis.call('GET', lock) ~= secret then
-  if redis.call('GET', done) == secret then return 1 end
-  return 0
+  if redis.call('GET', done) == secret then return {1, false} end
+  return {0, false}
 end
-redis.call('DEL', data_key)
+local life_value = redis.call('GET', life)
+redis.call('DEL', data_key, life)
 redis.call('SET', done, secret, 'PX', ARGV[2])
 ",
     hand_over_lua!(),
-    "return 1"
+    "return {1, life_value}"
 ));
 
-/// KEYS: data, lock, queue, waiters, next, done. ARGV: secret. Releases the lock if
-/// ours (1); else leaves the queue, where a failed wait may have left us, and
+/// KEYS: data, lock, queue, waiters, next, done, lifetime. ARGV: secret.
+/// Releases the lock if ours (1); else leaves the queue, where a failed wait may have left us, and
 /// hands on a lock that was released without a hand-over (DELEX, DELIFEQ,
 /// an older release of this extension) while others wait (0).
 pub(crate) static RELEASE: LuaScript = LuaScript::new(concat!(

@@ -80,6 +80,13 @@ impl Server {
                 .map_err(|_| Fault(format!("{name}: '{text}' is not an integer")))
         };
         let now = self.now_ms;
+        // The absolute expiry time an EX, PX or PXAT option asks for.
+        let expiry_at = |option: &[u8], number: i64| match option {
+            b"EX" => Some(now + number * 1000),
+            b"PX" => Some(now + number),
+            b"PXAT" => Some(number),
+            _ => None,
+        };
         Ok(match name.as_str() {
             "TIME" => {
                 self.time_calls += 1;
@@ -95,35 +102,34 @@ impl Server {
                 None => Reply::Nil,
             },
             "GETEX" => {
-                let ttl = match arg(2)? {
-                    b"EX" => int(3)? * 1000,
-                    _ => return Err(Fault("GETEX without EX".into())),
-                };
-                match self.keys.get_mut(key(1)?) {
+                let k = key(1)?.to_vec();
+                let new_at = expiry_at(arg(2)?, int(3)?)
+                    .ok_or_else(|| Fault("GETEX without EX or PXAT".into()))?;
+                let reply = match self.keys.get_mut(&k) {
                     Some((Value::Str(value), at)) => {
-                        *at = Some(now + ttl);
+                        *at = Some(new_at);
                         Reply::Data(value.clone())
                     }
                     Some(_) => return Err(Fault("GETEX of a non-string".into())),
                     None => Reply::Nil,
-                }
+                };
+                self.drop_if_expired(&k);
+                reply
             }
             "SET" => {
                 let k = key(1)?.to_vec();
-                let (mut nx, mut ttl) = (false, None);
+                let (mut nx, mut at) = (false, None);
                 let mut i = 3;
                 while i < args.len() {
-                    match args[i].to_ascii_uppercase().as_slice() {
-                        b"NX" => nx = true,
-                        b"PX" => {
-                            ttl = Some(int(i + 1)?);
-                            i += 1
-                        }
-                        b"EX" => {
-                            ttl = Some(int(i + 1)? * 1000);
-                            i += 1
-                        }
-                        _ => return Err(Fault("SET option".into())),
+                    let option = args[i].to_ascii_uppercase();
+                    if option == b"NX" {
+                        nx = true;
+                    } else {
+                        at = Some(
+                            expiry_at(&option, int(i + 1)?)
+                                .ok_or_else(|| Fault("SET option".into()))?,
+                        );
+                        i += 1;
                     }
                     i += 1;
                 }
@@ -131,7 +137,9 @@ impl Server {
                     return Ok(Reply::Nil);
                 }
                 self.keys
-                    .insert(k, (Value::Str(arg(2)?.to_vec()), ttl.map(|ms| now + ms)));
+                    .insert(k.clone(), (Value::Str(arg(2)?.to_vec()), at));
+                // A time already past (PXAT) deletes the key, as Redis does.
+                self.drop_if_expired(&k);
                 Reply::Status
             }
             "DELIFEQ" => {
@@ -170,6 +178,18 @@ impl Server {
                             *at = Some(new);
                         }
                         Reply::Int(i64::from(set))
+                    }
+                }
+            }
+            "PEXPIREAT" => {
+                let k = key(1)?.to_vec();
+                let new_at = int(2)?;
+                match self.keys.get_mut(&k) {
+                    None => Reply::Int(0),
+                    Some((_, at)) => {
+                        *at = Some(new_at);
+                        self.drop_if_expired(&k);
+                        Reply::Int(1)
                     }
                 }
             }
@@ -310,6 +330,14 @@ impl Server {
             }
             _ => return Err(Fault(format!("the model has no {name}"))),
         })
+    }
+
+    /// Deletes `key` if its expiry time has come.
+    fn drop_if_expired(&mut self, key: &[u8]) {
+        let now = self.now_ms;
+        if matches!(self.keys.get(key), Some((_, Some(at))) if *at <= now) {
+            self.keys.remove(key);
+        }
     }
 
     /// Runs a script's real text on this node, atomically.
