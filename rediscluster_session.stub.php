@@ -66,3 +66,16 @@ function rediscluster_session_lock_info(string $id): ?array {}
  * session_start() in this request.
  */
 function rediscluster_session_read_only(): bool {}
+
+/**
+ * Gives the active session a lifetime of its own, from this request's write
+ * (or touch, with session.lazy_write) on, which every later request keeps
+ * whatever its session.gc_maxlifetime: $sliding renews all of it at each
+ * write or touch; otherwise the session ends $seconds from now, whatever
+ * comes in between. 0 goes back to session.gc_maxlifetime. At most 400 days
+ * (34560000 seconds). session_regenerate_id() carries it to the new id;
+ * session_destroy() ends it. It does not change the session cookie: see the
+ * README for setcookie(). False, with a warning and nothing changed, without
+ * an active session of this handler or for a negative or too long lifetime.
+ */
+function rediscluster_session_set_lifetime(int $seconds, bool $sliding = true): bool {}

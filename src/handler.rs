@@ -13,6 +13,7 @@ use anyhow::{Result, bail};
 use crate::cluster::{ReadFrom, Unreachable};
 use crate::config::ConnectionConfig;
 use crate::keys;
+use crate::lifetime::{Change, Lifetime};
 use crate::lock::{self, Acquired, HeldLock, Save};
 use crate::save_path::{self, Failover};
 use crate::settings::{self, IniSource, Settings};
@@ -75,6 +76,55 @@ pub fn session_read_only() -> bool {
 /// A session opens, or the request ends: nothing is read-only yet.
 pub fn clear_read_only() {
     READ_ONLY.set(false);
+}
+
+thread_local! {
+    /// This request's session lifetime: see [`RequestLifetime`].
+    static LIFETIME: Cell<RequestLifetime> = const { Cell::new(RequestLifetime::NONE) };
+}
+
+/// A session lifetime across the hooks of one request.
+#[derive(Clone, Copy)]
+struct RequestLifetime {
+    /// Asked for by `rediscluster_session_set_lifetime()`, not saved yet.
+    pending: Option<Change>,
+    /// The lifetime of the session this request read, saved or destroyed last.
+    last: Option<Lifetime>,
+    /// `session_regenerate_id()` made a new id since: its first save takes
+    /// `last` (PHP closes the handler and opens it again in between).
+    new_id: bool,
+}
+
+impl RequestLifetime {
+    const NONE: Self = RequestLifetime {
+        pending: None,
+        last: None,
+        new_id: false,
+    };
+}
+
+/// `rediscluster_session_set_lifetime($seconds, $sliding)` for the active
+/// session, from its next write or touch on; 0 goes back to
+/// `session.gc_maxlifetime`. The caller checked that a session is active and
+/// that this handler serves it.
+pub fn set_lifetime(seconds: i64, sliding: bool) -> Result<()> {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64);
+    let change = match Lifetime::requested(seconds, sliding, now_ms)? {
+        Some(lifetime) => Change::Set(lifetime),
+        None => Change::Drop,
+    };
+    LIFETIME.set(RequestLifetime {
+        pending: Some(change),
+        ..LIFETIME.get()
+    });
+    Ok(())
+}
+
+/// The request ends: the next one starts with no lifetime asked for.
+pub fn clear_lifetime() {
+    LIFETIME.set(RequestLifetime::NONE);
 }
 
 /// The error a hook that writes gives for a read-only session.
@@ -313,6 +363,12 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
                 }
                 match acquired {
                     Acquired::Locked(held, data) => {
+                        if held.lifetime.is_some() {
+                            LIFETIME.set(RequestLifetime {
+                                last: held.lifetime,
+                                ..LIFETIME.get()
+                            });
+                        }
                         self.lock = Some(held);
                         data
                     }
@@ -382,13 +438,28 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
             return Ok(None);
         };
         let (ttl, ack) = (self.settings.session_ttl, self.settings.replica_ack);
-        let ours = lock::save_and_release(&mut self.store, save, held, data, ttl, ack)?;
+        let mut lifetime = LIFETIME.get();
+        let change = match (lifetime.pending, lifetime.last) {
+            (Some(change), _) => change,
+            (None, Some(last)) if lifetime.new_id => Change::Set(last),
+            _ => Change::Keep,
+        };
+        let released = lock::save_and_release(&mut self.store, save, held, data, ttl, change, ack)?;
         self.lock = None;
-        Ok(Some(ours))
+        if released.ours {
+            lifetime = RequestLifetime {
+                pending: None,
+                last: released.lifetime,
+                new_id: false,
+            };
+            LIFETIME.set(lifetime);
+        }
+        Ok(Some(released.ours))
     }
 
     /// `session.lazy_write` with unchanged data: refresh the TTL only, unless
-    /// the read already did (early_refresh); rewrite the data if the key is
+    /// the read already did (early_refresh: always without a lock, by the
+    /// lock script only with one, see [`HeldLock::renewed`]); rewrite the data if the key is
     /// gone (only under our lock when locking is on). A held lock is released
     /// in the same call; one lost meanwhile warns as in [`Self::write`].
     /// A read-only session's is skipped: its data did not change, and its
@@ -403,7 +474,10 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         let compression = self.settings.compression;
         if self.lock.is_some() {
             // A lock lost meanwhile warns as a write's does.
-            let ours = match self.lock.take_if(|held| refreshed && held.keys.data == key) {
+            let ours = match self
+                .lock
+                .take_if(|held| held.renewed && held.keys.data == key)
+            {
                 Some(held) => Some(lock::release(&mut self.store, &held)?),
                 None => self.save_locked(Save::Touch, &key, &compression.compress(data))?,
             };
@@ -449,6 +523,10 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         if self.read_only {
             return Err(read_only_refusal("create a new session id"));
         }
+        LIFETIME.set(RequestLifetime {
+            new_id: true,
+            ..LIFETIME.get()
+        });
         if !self.settings.use_strict_mode {
             return generate();
         }
@@ -470,9 +548,19 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         let key = self.key(sid)?;
         match self.lock.as_ref().filter(|held| held.keys.data == key) {
             Some(held) => {
-                let ours = lock::destroy_and_release(&mut self.store, held)?;
+                let released = lock::destroy_and_release(&mut self.store, held)?;
                 self.lock = None;
-                if ours { Ok(()) } else { lock_lost() }
+                if !released.ours {
+                    return lock_lost();
+                }
+                // session_regenerate_id(true) destroys the old id first: the new one keeps its lifetime.
+                if released.lifetime.is_some() {
+                    LIFETIME.set(RequestLifetime {
+                        last: released.lifetime,
+                        ..LIFETIME.get()
+                    });
+                }
+                Ok(())
             }
             None => self.store.delete(&key),
         }

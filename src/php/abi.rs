@@ -41,4 +41,6 @@ unsafe extern "C" {
     pub fn php_log_err_with_severity(message: *const c_char, syslog_type: c_int);
     /// `&PS(save_path)`, from `session_globals.c`: this thread's slot on ZTS builds.
     pub fn rediscluster_session_save_path_slot() -> *mut *mut c_char;
+    /// From `session_globals.c`: whether a session is active and `module` serves it.
+    pub fn rediscluster_session_active_with(module: *const ps_module) -> c_int;
 }

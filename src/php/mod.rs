@@ -18,6 +18,7 @@ fn no_unwind<T>(fallback: T, body: impl FnOnce() -> T) -> T {
 mod abi;
 mod hooks;
 mod ini;
+mod lifetime;
 mod lock_info;
 mod metrics;
 mod module;

@@ -19,6 +19,7 @@ use super::abi::{
 };
 use super::hooks;
 use super::ini::{self, PhpIni};
+use super::lifetime;
 use super::lock_info;
 use super::metrics;
 use super::no_unwind;
@@ -43,6 +44,11 @@ static SESSION_MODULE: StaticPsModule = StaticPsModule(ps_module {
     s_validate_sid: Some(hooks::validate_sid),
     s_update_timestamp: Some(hooks::update_timestamp),
 });
+
+/// The save handler PHP serves sessions through, for checks that a session is ours.
+pub(super) fn session_module() -> *const ps_module {
+    &SESSION_MODULE.0
+}
 
 struct ModuleDeps([_zend_module_dep; 3]);
 // SAFETY: immutable static C strings; PHP only reads the table.
@@ -90,6 +96,7 @@ pub extern "C" fn get_module() -> *mut ModuleEntry {
                     .function(lock_info::function())
                     .function(metrics::function())
                     .function(read_only::function())
+                    .function(lifetime::function())
                     .try_into()
                     .expect(
                         "the module entry has no functions or classes that could fail to build",
@@ -121,6 +128,7 @@ unsafe extern "C" fn minit(_type: i32, module_number: i32) -> i32 {
 unsafe extern "C" fn rshutdown(_type: i32, _module_number: i32) -> i32 {
     no_unwind(FAILURE, || {
         crate::handler::clear_read_only();
+        crate::handler::clear_lifetime();
         SUCCESS
     })
 }

@@ -9,3 +9,10 @@ char **rediscluster_session_save_path_slot(void)
 {
 	return &PS(save_path);
 }
+
+/* Whether a session is active and served by `module`: what
+ * rediscluster_session_set_lifetime() needs. */
+int rediscluster_session_active_with(const ps_module *module)
+{
+	return PS(session_status) == php_session_active && PS(mod) == module;
+}
