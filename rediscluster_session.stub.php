@@ -49,10 +49,13 @@ function rediscluster_session_stats(): array {}
 /**
  * The lock of session $id under the current session.save_path (its prefix and
  * cluster): whether it is held, its remaining TTL in milliseconds (0 when free)
- * and how many requests wait for it. Never the lock's secret or the data.
- * Null, with a warning, when the cluster cannot be asked.
+ * and how many requests wait for it; the data's TTL in milliseconds (-2: no
+ * session) and its own lifetime (rediscluster_session_set_lifetime(): its
+ * seconds, or those left before a fixed end, and whether it slides), or null.
+ * Never the lock's secret or the data. Null, with a warning, when the cluster
+ * cannot be asked.
  *
- * @return array{locked: bool, ttl_ms: int, waiters: int}|null
+ * @return array{locked: bool, ttl_ms: int, waiters: int, data_ttl_ms: int, lifetime: array{seconds: int, sliding: bool}|null}|null
  */
 function rediscluster_session_lock_info(string $id): ?array {}
 

@@ -1,5 +1,5 @@
 --TEST--
-rediscluster_session_lock_info(): a held lock with its TTL and its waiters, then a free one; never the secret or the data; null with a warning when the cluster cannot be asked
+rediscluster_session_lock_info(): a held lock with its TTL and its waiters, then a free one, with the data's TTL and no lifetime; never the secret or the data; null with a warning when the cluster cannot be asked
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';
@@ -22,24 +22,32 @@ ini_set('session.save_path', 'seed[]=127.0.0.1:1&timeout=0.2&read_timeout=0.2');
 var_dump(rediscluster_session_lock_info($sid));
 ?>
 --EXPECTF--
-array(3) {
+array(5) {
   ["locked"]=>
   bool(false)
   ["ttl_ms"]=>
   int(0)
   ["waiters"]=>
   int(0)
+  ["data_ttl_ms"]=>
+  int(-2)
+  ["lifetime"]=>
+  NULL
 }
 held: {"locked":true,"ttl over 15 s":true,"waiters":1}
-keys: locked,ttl_ms,waiters
+keys: locked,ttl_ms,waiters,data_ttl_ms,lifetime
 secret shown: false
-array(3) {
+array(5) {
   ["locked"]=>
   bool(false)
   ["ttl_ms"]=>
   int(0)
   ["waiters"]=>
   int(0)
+  ["data_ttl_ms"]=>
+  int(%d)
+  ["lifetime"]=>
+  NULL
 }
 
 Warning: rediscluster_session_lock_info(): Couldn't map cluster keyspace using any provided seed: %s in %s on line %d

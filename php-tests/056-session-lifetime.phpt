@@ -1,8 +1,9 @@
 --TEST--
-rediscluster_session_set_lifetime(): a sliding lifetime outlives gc_maxlifetime across requests that run with a short one (write, touch, early_refresh); a fixed end holds whatever comes in between; regenerate carries it, destroy ends it, 0 resets it; a destroyed id made again and a lifetime key left without data start afresh; bad input warns and changes nothing
+rediscluster_session_set_lifetime() and lock_info()'s lifetime: a sliding lifetime outlives gc_maxlifetime across requests that run with a short one (write, touch, early_refresh); a fixed end holds whatever comes in between; regenerate carries it, destroy ends it, 0 resets it; a destroyed id made again and a lifetime key left without data start afresh; bad input warns and changes nothing
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';
+rcs_use_session();
 // One request on session $sid (empty: a new one) with gc_maxlifetime $gc:
 // $code runs while the session is active. Shows what it printed, returns the
 // session's id at its end.
@@ -40,6 +41,7 @@ rcs_cmd('EXPIRE', $key($a), '100');
 $request($a, '', 5, ['redis.session.early_refresh' => '1']);
 $show('  an unchanged request with early_refresh', $a);
 
+echo "  lock_info: ", json_encode(array_intersect_key(rediscluster_session_lock_info($a), ['lifetime' => 1])), "\n";
 echo "reset to gc_maxlifetime:\n";
 $request($a, 'var_dump(rediscluster_session_set_lifetime(0));', 50);
 $show('  touched', $a);
@@ -49,6 +51,8 @@ $b = $request('', '$_SESSION["n"] = 1; var_dump(rediscluster_session_set_lifetim
 $show('  first write', $b);
 $request($b, '$_SESSION["n"]++;', 600);
 $show('  a write with gc_maxlifetime=600', $b);
+$info = rediscluster_session_lock_info($b);
+echo "  lock_info: ", json_encode(['seconds' => $info['lifetime']['seconds'] <= 3, 'sliding' => $info['lifetime']['sliding'], 'data_ttl_ms' => $info['data_ttl_ms'] <= 3000]), "\n";
 usleep(3_300_000);
 echo "  after it:\n";
 $request($b, 'echo count($_SESSION), " values\n"; $_SESSION["n"] = 1;');
@@ -91,6 +95,7 @@ sliding, 30 days:
   a write with gc_maxlifetime=5: data >1 day, lifetime 'S2592000' (same TTL)
   an unchanged request (touch): data >1 day, lifetime 'S2592000' (same TTL)
   an unchanged request with early_refresh: data >1 day, lifetime 'S2592000' (same TTL)
+  lock_info: {"lifetime":{"seconds":2592000,"sliding":true}}
 reset to gc_maxlifetime:
   bool(true)
   touched: data 50 s, lifetime NULL
@@ -98,6 +103,7 @@ a fixed end in 3 s:
   bool(true)
   first write: data 3 s, lifetime 'A%d' (same TTL)
   a write with gc_maxlifetime=600: data 3 s, lifetime 'A%d' (same TTL)
+  lock_info: {"seconds":true,"sliding":false,"data_ttl_ms":true}
   after it:
   0 values
   re-created: data 60 s, lifetime NULL

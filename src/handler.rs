@@ -13,7 +13,7 @@ use anyhow::{Result, bail};
 use crate::cluster::{ReadFrom, Unreachable};
 use crate::config::ConnectionConfig;
 use crate::keys;
-use crate::lifetime::{Change, Lifetime};
+use crate::lifetime::{Change, Lifetime, unix_now_ms};
 use crate::lock::{self, Acquired, HeldLock, Save};
 use crate::save_path::{self, Failover};
 use crate::settings::{self, IniSource, Settings};
@@ -41,11 +41,15 @@ pub struct SessionHandler<S> {
     messages: Vec<Message>,
 }
 
-/// What `rediscluster_session_lock_info()` shows of a session's lock.
+/// What `rediscluster_session_lock_info()` shows of a session's lock, and of
+/// its data's TTL and own lifetime.
 pub struct LockInfo {
     pub locked: bool,
     pub ttl_ms: i64,
     pub waiters: u64,
+    /// -2: no session; -1: no TTL.
+    pub data_ttl_ms: i64,
+    pub lifetime: Option<Lifetime>,
 }
 
 pub enum Message {
@@ -108,10 +112,7 @@ impl RequestLifetime {
 /// `session.gc_maxlifetime`. The caller checked that a session is active and
 /// that this handler serves it.
 pub fn set_lifetime(seconds: i64, sliding: bool) -> Result<()> {
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| since.as_millis() as u64);
-    let change = match Lifetime::requested(seconds, sliding, now_ms)? {
+    let change = match Lifetime::requested(seconds, sliding, unix_now_ms())? {
         Some(lifetime) => Change::Set(lifetime),
         None => Change::Drop,
     };
@@ -204,11 +205,18 @@ impl SessionHandler<ClusterStore> {
     /// wait for it; never the secret or the data.
     pub fn lock_info(&self, sid: &[u8]) -> Result<LockInfo> {
         let keys = keys::LockKeys::new(&keys::session_key(&self.prefix, sid, true)?)?;
-        let (ttl, waiters) = self.store.lock_state(&keys.lock, &keys.queue)?;
+        let state = self.store.lock_state(&keys)?;
         Ok(LockInfo {
-            locked: ttl != -2,
-            ttl_ms: ttl.max(0),
-            waiters,
+            locked: state.lock_ttl_ms != -2,
+            ttl_ms: state.lock_ttl_ms.max(0),
+            waiters: state.waiters,
+            data_ttl_ms: state.data_ttl_ms,
+            // One its data outlived is a leftover: the next read drops it.
+            lifetime: state
+                .lifetime
+                .filter(|_| state.data_ttl_ms != -2)
+                .as_deref()
+                .and_then(Lifetime::decode),
         })
     }
 

@@ -94,6 +94,13 @@ impl Lifetime {
     }
 }
 
+/// Now, in Unix ms, as a fixed end is told.
+pub fn unix_now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64)
+}
+
 /// What a request's save does with the session's lifetime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Change {

@@ -15,7 +15,7 @@ use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
 
 use crate::cluster::{Cluster, ReadFrom, Request, Unreachable, is_redirect, is_transient};
 use crate::config::ConnectionConfig;
-use crate::keys::hash_slot;
+use crate::keys::{LockKeys, hash_slot};
 use crate::resp::{Decimal, pack, packed};
 use crate::script::LuaScript;
 use crate::settings::{ReleaseCommand, ReplicaAck};
@@ -139,6 +139,14 @@ pub struct ClusterStore {
     /// What requests to a primary leave of the budget for a fallback read
     /// (`failover=error`); `None` when the session may not fall back.
     fallback_reserve: Option<Duration>,
+}
+
+/// What [`ClusterStore::lock_state`] found: PTTL replies (-2: no key, -1: no TTL).
+pub struct LockState {
+    pub lock_ttl_ms: i64,
+    pub waiters: u64,
+    pub data_ttl_ms: i64,
+    pub lifetime: Option<Vec<u8>>,
 }
 
 /// A request its slot's primary could not serve, when the session may be
@@ -332,18 +340,33 @@ impl ClusterStore {
 
     /// The lock's `PTTL` (-2: no lock) and how many wait for it (`ZCARD` of
     /// the queue), in one round trip.
-    pub fn lock_state(&self, lock: &[u8], queue: &[u8]) -> Result<(i64, u64)> {
-        let mut command = packed(&[b"PTTL", lock]);
-        pack(&mut command, &[b"ZCARD", queue]);
-        let mut replies = self.request(lock, &command, 2, Duration::ZERO)?.into_iter();
-        let ttl = match reply(replies.next())? {
-            Reply::Int(ms) => ms,
-            other => return Err(unexpected("PTTL", &other)),
+    /// A session's lock and lifetime as `rediscluster_session_lock_info()`
+    /// shows them, in one round trip: PTTL of the lock, ZCARD of the queue,
+    /// PTTL of the data, GET of the lifetime.
+    pub fn lock_state(&self, keys: &LockKeys) -> Result<LockState> {
+        let mut command = packed(&[b"PTTL", &keys.lock]);
+        pack(&mut command, &[b"ZCARD", &keys.queue]);
+        pack(&mut command, &[b"PTTL", &keys.data]);
+        pack(&mut command, &[b"GET", &keys.lifetime]);
+        let mut replies = self
+            .request(&keys.lock, &command, 4, Duration::ZERO)?
+            .into_iter();
+        let mut int = |what: &str| match reply(replies.next())? {
+            Reply::Int(n) => Ok(n),
+            other => Err(unexpected(what, &other)),
         };
-        match reply(replies.next())? {
-            Reply::Int(waiting) => Ok((ttl, waiting.unsigned_abs())),
-            other => Err(unexpected("ZCARD", &other)),
-        }
+        let (lock_ttl_ms, waiters, data_ttl_ms) = (int("PTTL")?, int("ZCARD")?, int("PTTL")?);
+        let lifetime = match reply(replies.next())? {
+            Reply::Data(value) => Some(value),
+            Reply::Nil => None,
+            other => return Err(unexpected("GET", &other)),
+        };
+        Ok(LockState {
+            lock_ttl_ms,
+            waiters: waiters.unsigned_abs(),
+            data_ttl_ms,
+            lifetime,
+        })
     }
 
     pub fn same_cluster(&self, other: &ClusterStore) -> bool {

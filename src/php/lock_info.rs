@@ -16,11 +16,13 @@ use ext_php_rs::zend::{ExecuteData, ExecutorGlobals};
 use super::hooks::{queue, raise_pending};
 use super::ini::PhpIni;
 use crate::handler::{Message, SessionHandler};
+use crate::lifetime::{Lifetime, unix_now_ms};
 use crate::settings::IniSource;
 
 /// The function's body: `id` as PHP's own functions take a `string`
 /// (an int, float, bool or Stringable coerced unless `strict_types`; bytes,
-/// not UTF-8 text). Returns `['locked' => bool, 'ttl_ms' => int, 'waiters' => int]`
+/// not UTF-8 text). Returns `['locked' => bool, 'ttl_ms' => int, 'waiters' => int,
+/// 'data_ttl_ms' => int, 'lifetime' => ['seconds' => int, 'sliding' => bool] or null]`
 /// for the id under the current `session.save_path` (its prefix and cluster);
 /// null with a warning when the cluster cannot tell.
 extern "C" fn rediscluster_session_lock_info(ex: &mut ExecuteData, retval: &mut Zval) {
@@ -88,6 +90,23 @@ fn lock_info(id: &[u8]) -> Result<ZBox<ZendHashTable>> {
     table.insert("locked", info.locked)?;
     table.insert("ttl_ms", info.ttl_ms)?;
     table.insert("waiters", i64::try_from(info.waiters).unwrap_or(i64::MAX))?;
+    table.insert("data_ttl_ms", info.data_ttl_ms)?;
+    match info.lifetime {
+        Some(lifetime) => {
+            let mut shown = ZendHashTable::new();
+            let (seconds, sliding) = match lifetime {
+                Lifetime::Sliding(ttl) => (ttl.as_secs(), true),
+                // A fixed end: the seconds left, rounded up.
+                Lifetime::Until(at_ms) => {
+                    (at_ms.saturating_sub(unix_now_ms()).div_ceil(1000), false)
+                }
+            };
+            shown.insert("seconds", i64::try_from(seconds).unwrap_or(i64::MAX))?;
+            shown.insert("sliding", sliding)?;
+            table.insert("lifetime", shown)?;
+        }
+        None => table.insert("lifetime", ())?,
+    }
     Ok(table)
 }
 
