@@ -13,7 +13,7 @@ use anyhow::{Result, bail};
 use crate::cluster::{ReadFrom, Unreachable};
 use crate::config::ConnectionConfig;
 use crate::keys;
-use crate::lifetime::{Change, Lifetime, unix_now_ms};
+use crate::lifetime::{Change, Expiry, Lifetime, unix_now_ms};
 use crate::lock::{self, Acquired, HeldLock, Save};
 use crate::save_path::{self, Failover};
 use crate::settings::{self, IniSource, Settings};
@@ -35,6 +35,12 @@ pub struct SessionHandler<S> {
     fallback_read: Option<FallbackRead>,
     /// The session was read elsewhere: it is never written.
     read_only: bool,
+    /// Without a lock: the session's own lifetime as read (the lock scripts
+    /// apply it themselves otherwise).
+    stored_lifetime: Option<Lifetime>,
+    /// Without a lock: a lifetime key is there that this session does not
+    /// keep (left without data, or not this release's).
+    lifetime_left_over: bool,
     /// For the settings read only when needed.
     ini: &'static dyn IniSource,
     /// Warnings and notices for PHP from the last hook.
@@ -97,6 +103,9 @@ struct RequestLifetime {
     /// `session_regenerate_id()` made a new id since: its first save takes
     /// `last` (PHP closes the handler and opens it again in between).
     new_id: bool,
+    /// The session read last can have a lifetime: not an unlocked one whose
+    /// id has braces, as its lifetime key would land on another slot.
+    possible: bool,
 }
 
 impl RequestLifetime {
@@ -104,7 +113,39 @@ impl RequestLifetime {
         pending: None,
         last: None,
         new_id: false,
+        possible: false,
     };
+
+    /// What a save does with the lifetime: the one asked for in this
+    /// request, the one carried to a new id, or what is stored.
+    fn change() -> Change {
+        let lifetime = LIFETIME.get();
+        match (lifetime.pending, lifetime.last) {
+            (Some(change), _) => change,
+            (None, Some(last)) if lifetime.new_id => Change::Set(last),
+            _ => Change::Keep,
+        }
+    }
+
+    /// A save landed with this lifetime.
+    fn saved(lifetime: Option<Lifetime>) {
+        LIFETIME.set(RequestLifetime {
+            pending: None,
+            last: lifetime,
+            new_id: false,
+            ..LIFETIME.get()
+        });
+    }
+
+    /// The session read (or destroyed) has this lifetime, if any.
+    fn seen(lifetime: Option<Lifetime>, possible: bool) {
+        let mut request = LIFETIME.get();
+        request.possible = possible;
+        if lifetime.is_some() {
+            request.last = lifetime;
+        }
+        LIFETIME.set(request);
+    }
 }
 
 /// `rediscluster_session_set_lifetime($seconds, $sliding)` for the active
@@ -112,6 +153,11 @@ impl RequestLifetime {
 /// `session.gc_maxlifetime`. The caller checked that a session is active and
 /// that this handler serves it.
 pub fn set_lifetime(seconds: i64, sliding: bool) -> Result<()> {
+    if !LIFETIME.get().possible {
+        bail!(
+            "a session whose key (prefix and id) has braces outside a hash tag cannot have a lifetime: its lifetime key would be on another slot"
+        );
+    }
     let change = match Lifetime::requested(seconds, sliding, unix_now_ms())? {
         Some(lifetime) => Change::Set(lifetime),
         None => Change::Drop,
@@ -257,6 +303,8 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
             lock: None,
             fallback_read: None,
             read_only: false,
+            stored_lifetime: None,
+            lifetime_left_over: false,
             ini,
             messages,
         }
@@ -371,12 +419,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
                 }
                 match acquired {
                     Acquired::Locked(held, data) => {
-                        if held.lifetime.is_some() {
-                            LIFETIME.set(RequestLifetime {
-                                last: held.lifetime,
-                                ..LIFETIME.get()
-                            });
-                        }
+                        RequestLifetime::seen(held.lifetime, true);
                         self.lock = Some(held);
                         data
                     }
@@ -403,8 +446,26 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
                     }
                 }
             }
-            _ => self.store.get(key, refresh)?,
+            _ => self.read_unlocked(key, refresh)?,
         };
+        Ok(data)
+    }
+
+    /// The data without a lock, and its own lifetime in the same round trip.
+    fn read_unlocked(&mut self, key: &[u8], refresh: Option<Duration>) -> Result<Option<Vec<u8>>> {
+        let Ok(lifetime_key) = keys::lifetime_key(key) else {
+            RequestLifetime::seen(None, false);
+            return self.store.get(key, refresh);
+        };
+        let (data, stored) = self.store.get_with_lifetime(key, &lifetime_key, refresh)?;
+        // A lifetime its data outlived is not the session's: phpredis's destroy leaves it.
+        let lifetime = stored
+            .as_deref()
+            .and_then(Lifetime::decode)
+            .filter(|_| data.is_some());
+        self.stored_lifetime = lifetime;
+        self.lifetime_left_over = stored.is_some() && lifetime.is_none();
+        RequestLifetime::seen(lifetime, true);
         Ok(data)
     }
 
@@ -426,6 +487,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
             None if self.settings.lock.is_some() => {
                 bail!("Unable to write session: session lock not held")
             }
+            None if self.keeps_a_lifetime() => self.store_with_lifetime(&key, data),
             None => match self.settings.replica_ack {
                 Some(ack) => {
                     let acked = self
@@ -438,6 +500,41 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         }
     }
 
+    /// Without a lock: whether this save sets, keeps or drops a lifetime key
+    /// (the session has one, the request asked for one, or one is left over).
+    fn keeps_a_lifetime(&self) -> bool {
+        self.stored_lifetime.is_some()
+            || self.lifetime_left_over
+            || matches!(RequestLifetime::change(), Change::Set(_))
+    }
+
+    /// Without a lock: the data and its lifetime key, with the expiry of the
+    /// lifetime this save keeps or sets (`gc_maxlifetime` without one).
+    fn store_with_lifetime(&mut self, key: &[u8], data: &[u8]) -> Result<()> {
+        let lifetime = match RequestLifetime::change() {
+            Change::Set(lifetime) => Some(lifetime),
+            Change::Drop => None,
+            Change::Keep => self.stored_lifetime,
+        };
+        let lifetime_key = keys::lifetime_key(key)?;
+        let expiry = Expiry::of(lifetime, self.settings.session_ttl);
+        let value = lifetime.map(Lifetime::encode);
+        let ack = self.settings.replica_ack;
+        let acked = self.store.set_with_lifetime(
+            key,
+            data,
+            expiry,
+            (&lifetime_key, value.as_deref()),
+            ack,
+        )?;
+        (self.stored_lifetime, self.lifetime_left_over) = (lifetime, false);
+        RequestLifetime::saved(lifetime);
+        match (ack, acked) {
+            (Some(ack), Some(acked)) => lock::check_replicas(ack, acked),
+            _ => Ok(()),
+        }
+    }
+
     /// Saves under our lock and releases it in the same call: `None` when no
     /// lock on `key` is held, else whether it was still ours. Either way close
     /// has nothing left to release; after a transport error it still does.
@@ -446,21 +543,11 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
             return Ok(None);
         };
         let (ttl, ack) = (self.settings.session_ttl, self.settings.replica_ack);
-        let mut lifetime = LIFETIME.get();
-        let change = match (lifetime.pending, lifetime.last) {
-            (Some(change), _) => change,
-            (None, Some(last)) if lifetime.new_id => Change::Set(last),
-            _ => Change::Keep,
-        };
+        let change = RequestLifetime::change();
         let released = lock::save_and_release(&mut self.store, save, held, data, ttl, change, ack)?;
         self.lock = None;
         if released.ours {
-            lifetime = RequestLifetime {
-                pending: None,
-                last: released.lifetime,
-                new_id: false,
-            };
-            LIFETIME.set(lifetime);
+            RequestLifetime::saved(released.lifetime);
         }
         Ok(Some(released.ours))
     }
@@ -493,6 +580,24 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
                 Some(false) => lock_lost(),
                 _ => Ok(()),
             };
+        }
+        if self.settings.lock.is_none() && self.keeps_a_lifetime() {
+            // Renewed by the lifetime, unless this request changes it: then the data is stored anew.
+            if let (Change::Keep, Some(lifetime), false) = (
+                RequestLifetime::change(),
+                self.stored_lifetime,
+                self.lifetime_left_over,
+            ) {
+                let lifetime_key = keys::lifetime_key(&key)?;
+                let expiry = Expiry::of(Some(lifetime), self.settings.session_ttl);
+                if self
+                    .store
+                    .expire_with_lifetime(&key, &lifetime_key, expiry)?
+                {
+                    return Ok(());
+                }
+            }
+            return self.store_with_lifetime(&key, &compression.compress(data));
         }
         if refreshed {
             return Ok(());
@@ -562,15 +667,13 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
                     return lock_lost();
                 }
                 // session_regenerate_id(true) destroys the old id first: the new one keeps its lifetime.
-                if released.lifetime.is_some() {
-                    LIFETIME.set(RequestLifetime {
-                        last: released.lifetime,
-                        ..LIFETIME.get()
-                    });
-                }
+                RequestLifetime::seen(released.lifetime, true);
                 Ok(())
             }
-            None => self.store.delete(&key),
+            None => match keys::lifetime_key(&key) {
+                Ok(lifetime_key) => self.store.delete(&[&key, &lifetime_key]),
+                Err(_) => self.store.delete(&[&key]),
+            },
         }
     }
 

@@ -101,6 +101,24 @@ pub fn unix_now_ms() -> u64 {
         .map_or(0, |since| since.as_millis() as u64)
 }
 
+/// When the data key expires: `Duration` from now, or at a Unix ms time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expiry {
+    After(Duration),
+    At(u64),
+}
+
+impl Expiry {
+    /// The data's expiry for `lifetime`, `ttl` (`session.gc_maxlifetime`) without one.
+    pub fn of(lifetime: Option<Lifetime>, ttl: Duration) -> Expiry {
+        match lifetime {
+            Some(Lifetime::Sliding(own)) => Expiry::After(own),
+            Some(Lifetime::Until(at_ms)) => Expiry::At(at_ms),
+            None => Expiry::After(ttl),
+        }
+    }
+}
+
 /// What a request's save does with the session's lifetime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Change {

@@ -16,6 +16,7 @@ use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
 use crate::cluster::{Cluster, ReadFrom, Request, Unreachable, is_redirect, is_transient};
 use crate::config::ConnectionConfig;
 use crate::keys::{LockKeys, hash_slot};
+use crate::lifetime::Expiry;
 use crate::resp::{Decimal, pack, packed};
 use crate::script::LuaScript;
 use crate::settings::{ReleaseCommand, ReplicaAck};
@@ -80,8 +81,32 @@ pub trait SessionStore {
     ) -> Result<u32>;
     /// EXPIRE; false when the key does not exist.
     fn expire(&mut self, key: &[u8], ttl: Duration) -> Result<bool>;
+    /// GET (GETEX with `refresh`) of `key` and GET of `lifetime`, the
+    /// session's lifetime key on its slot, in one round trip.
+    fn get_with_lifetime(
+        &mut self,
+        key: &[u8],
+        lifetime: &[u8],
+        refresh: Option<Duration>,
+    ) -> Result<DataAndLifetime>;
+    /// SET of `key` until `expiry`, and of its `lifetime` key to `value`
+    /// until the same time (deleted for `None`), in one round trip, with
+    /// `WAIT` behind them when `ack` asks: how many replicas acknowledged.
+    fn set_with_lifetime(
+        &mut self,
+        key: &[u8],
+        data: &[u8],
+        expiry: Expiry,
+        lifetime: (&[u8], Option<&[u8]>),
+        ack: Option<ReplicaAck>,
+    ) -> Result<Option<u32>>;
+    /// EXPIRE (PEXPIREAT) of `key` and of its `lifetime` key until `expiry`,
+    /// in one round trip: false when `key` does not exist.
+    fn expire_with_lifetime(&mut self, key: &[u8], lifetime: &[u8], expiry: Expiry)
+    -> Result<bool>;
     fn exists(&mut self, key: &[u8]) -> Result<bool>;
-    fn delete(&mut self, key: &[u8]) -> Result<()>;
+    /// DEL of keys that share a slot (a session's and its lifetime's).
+    fn delete(&mut self, keys: &[&[u8]]) -> Result<()>;
 }
 
 /// What the lock protocol needs. All keys of one call share one slot.
@@ -140,6 +165,9 @@ pub struct ClusterStore {
     /// (`failover=error`); `None` when the session may not fall back.
     fallback_reserve: Option<Duration>,
 }
+
+/// A session's data and the value of its lifetime key, each if there.
+pub type DataAndLifetime = (Option<Vec<u8>>, Option<Vec<u8>>);
 
 /// What [`ClusterStore::lock_state`] found: PTTL replies (-2: no key, -1: no TTL).
 pub struct LockState {
@@ -472,9 +500,17 @@ fn pack_get(out: &mut Vec<u8>, key: &[u8], refresh: Option<Duration>) {
     }
 }
 
+/// The SET option and number for an expiry: EX seconds or PXAT ms.
+fn expiry_args(expiry: Expiry) -> (&'static [u8], Decimal) {
+    match expiry {
+        Expiry::After(ttl) => (b"EX", Decimal::from(whole_seconds(ttl))),
+        Expiry::At(at_ms) => (b"PXAT", Decimal::from(at_ms)),
+    }
+}
+
 fn set_command(key: &[u8], value: &[u8], ttl: Duration) -> Vec<u8> {
-    let seconds = Decimal::from(whole_seconds(ttl));
-    packed(&[b"SET", key, value, b"EX", seconds.as_bytes()])
+    let (option, seconds) = expiry_args(Expiry::After(ttl));
+    packed(&[b"SET", key, value, option, seconds.as_bytes()])
 }
 
 impl SessionStore for ClusterStore {
@@ -537,12 +573,79 @@ impl SessionStore for ClusterStore {
         Ok(self.command(key, &[b"EXPIRE", key, seconds.as_bytes()])? == Reply::Int(1))
     }
 
+    fn get_with_lifetime(
+        &mut self,
+        key: &[u8],
+        lifetime: &[u8],
+        refresh: Option<Duration>,
+    ) -> Result<DataAndLifetime> {
+        let mut command = Vec::new();
+        pack_get(&mut command, key, refresh);
+        pack(&mut command, &[b"GET", lifetime]);
+        let mut replies = self.request(key, &command, 2, Duration::ZERO)?.into_iter();
+        let data = session_data(reply(replies.next())?)?;
+        Ok((data, session_data(reply(replies.next())?)?))
+    }
+
+    fn set_with_lifetime(
+        &mut self,
+        key: &[u8],
+        data: &[u8],
+        expiry: Expiry,
+        (lifetime, value): (&[u8], Option<&[u8]>),
+        ack: Option<ReplicaAck>,
+    ) -> Result<Option<u32>> {
+        let (option, at) = expiry_args(expiry);
+        let mut command = packed(&[b"SET", key, data, option, at.as_bytes()]);
+        match value {
+            Some(value) => pack(
+                &mut command,
+                &[b"SET", lifetime, value, option, at.as_bytes()],
+            ),
+            None => pack(&mut command, &[b"DEL", lifetime]),
+        }
+        if let Some(ack) = ack {
+            self.append_wait(&mut command, ack);
+        }
+        let count = 2 + usize::from(ack.is_some());
+        let mut replies = self
+            .request(key, &command, count, Duration::ZERO)?
+            .into_iter();
+        reply(replies.next())?;
+        reply(replies.next())?;
+        ack.map(|_| acked(replies.next())).transpose()
+    }
+
+    fn expire_with_lifetime(
+        &mut self,
+        key: &[u8],
+        lifetime: &[u8],
+        expiry: Expiry,
+    ) -> Result<bool> {
+        let verb: &[u8] = match expiry {
+            Expiry::After(_) => b"EXPIRE",
+            Expiry::At(_) => b"PEXPIREAT",
+        };
+        let (_, at) = expiry_args(expiry);
+        let mut command = packed(&[verb, key, at.as_bytes()]);
+        pack(&mut command, &[verb, lifetime, at.as_bytes()]);
+        let mut replies = self.request(key, &command, 2, Duration::ZERO)?.into_iter();
+        let renewed = reply(replies.next())? == Reply::Int(1);
+        reply(replies.next())?;
+        Ok(renewed)
+    }
+
     fn exists(&mut self, key: &[u8]) -> Result<bool> {
         Ok(self.command(key, &[b"EXISTS", key])? == Reply::Int(1))
     }
 
-    fn delete(&mut self, key: &[u8]) -> Result<()> {
-        self.command(key, &[b"DEL", key]).map(drop)
+    fn delete(&mut self, keys: &[&[u8]]) -> Result<()> {
+        let Some(first) = keys.first() else {
+            return Ok(());
+        };
+        let mut args: Vec<&[u8]> = vec![b"DEL"];
+        args.extend_from_slice(keys);
+        self.command(first, &args).map(drop)
     }
 }
 
@@ -772,7 +875,7 @@ pub(crate) mod cluster_tests {
         let mut store = store();
         let key = format!("RCS_UNIT:{}", std::process::id()).into_bytes();
         let value: Vec<u8> = (0..=255u8).cycle().take(70_000).collect();
-        store.delete(&key).unwrap();
+        store.delete(&[&key]).unwrap();
         assert_eq!(store.get(&key, None).unwrap(), None);
         assert!(!store.exists(&key).unwrap());
         assert!(!store.expire(&key, Duration::from_secs(5)).unwrap());
@@ -784,7 +887,7 @@ pub(crate) mod cluster_tests {
         );
         let ttl = int(&store, &key, cmd("TTL").arg(&key));
         assert!((85..=90).contains(&ttl), "{ttl}");
-        store.delete(&key).unwrap();
+        store.delete(&[&key]).unwrap();
         assert!(!store.exists(&key).unwrap());
     }
 }

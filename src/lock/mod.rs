@@ -1023,7 +1023,7 @@ mod cluster_tests {
             &keys.done,
             &keys.lifetime,
         ] {
-            store.delete(key).unwrap();
+            store.delete(&[key]).unwrap();
         }
     }
 
@@ -1348,7 +1348,7 @@ mod cluster_tests {
         );
         // A lifetime key phpredis's destroy left behind is not inherited.
         store.set(&keys.lifetime, &week.encode(), gc).unwrap();
-        store.delete(&keys.data).unwrap();
+        store.delete(&[&keys.data]).unwrap();
         assert_eq!(request(&mut store, Save::Write, Change::Keep), (None, None));
         assert_eq!(
             int(&store, &keys.lifetime, cmd("EXISTS").arg(&keys.lifetime)),
@@ -1488,7 +1488,7 @@ mod cluster_tests {
         let holder = lock(&mut store, &keys, Duration::from_secs(30));
         let mut waiter = queue(&mut store, &keys, Duration::from_secs(5));
         // As DELEX or an older release of this extension would: no hand-over.
-        store.delete(&keys.lock).unwrap();
+        store.delete(&[&keys.lock]).unwrap();
         release(&mut store, &holder).unwrap();
         assert_eq!(
             owner(&store, &keys).as_deref(),
@@ -1522,7 +1522,7 @@ mod cluster_tests {
         let keys = keys("fence");
         let stale = lock(&mut store, &keys, Duration::from_secs(30));
         // A failover undoes the take; another holder writes meanwhile.
-        store.delete(&keys.lock).unwrap();
+        store.delete(&[&keys.lock]).unwrap();
         let other = lock(&mut store, &keys, Duration::from_secs(30));
         assert!(write(&mut store, &other, b"n=1"));
         // The lock comes back to the first holder, as a hand-over to its
