@@ -373,9 +373,9 @@ impl ClusterStore {
     /// PTTL of the data, GET of the lifetime.
     pub fn lock_state(&self, keys: &LockKeys) -> Result<LockState> {
         let mut command = packed(&[b"PTTL", &keys.lock]);
-        pack(&mut command, &[b"ZCARD", &keys.queue]);
+        pack(&mut command, &[b"ZCARD", keys.queue()]);
         pack(&mut command, &[b"PTTL", &keys.data]);
-        pack(&mut command, &[b"GET", &keys.lifetime]);
+        pack(&mut command, &[b"GET", keys.lifetime()]);
         let mut replies = self
             .request(&keys.lock, &command, 4, Duration::ZERO)?
             .into_iter();

@@ -100,11 +100,11 @@ impl HeldLock {
         call(&[
             &self.keys.data,
             &self.keys.lock,
-            &self.keys.queue,
-            &self.keys.waiters,
+            self.keys.queue(),
+            self.keys.waiters(),
             &next,
-            &self.keys.done,
-            &self.keys.lifetime,
+            self.keys.done(),
+            self.keys.lifetime(),
         ])
     }
 
@@ -152,10 +152,6 @@ impl HeldLock {
     }
 }
 
-#[expect(
-    clippy::large_enum_variant,
-    reason = "made once per session_start() and moved into the handler: a box would cost an allocation"
-)]
 pub enum Acquired {
     /// The lock is ours; the data was read under it (`None`: no session yet).
     Locked(HeldLock, Option<Vec<u8>>),
@@ -320,12 +316,12 @@ impl Acquisition {
             &[
                 &keys.data,
                 &keys.lock,
-                &keys.queue,
-                &keys.waiters,
+                keys.queue(),
+                keys.waiters(),
                 &self.wait_list,
                 suspect_list,
-                &keys.done,
-                &keys.lifetime,
+                keys.done(),
+                keys.lifetime(),
             ],
             &[
                 self.held.secret.as_bytes(),
@@ -582,7 +578,8 @@ fn run_release(
     Ok((released(reply)?, acked))
 }
 
-/// A release script's reply: 1 or 0 (release), or {1 or 0, lifetime} (save, destroy).
+/// A release script's reply: 1 or 0, or {1, lifetime} from a save or destroy
+/// of a session that has one.
 fn released(reply: Reply) -> Result<Released> {
     let (ours, lifetime) = match reply {
         Reply::Int(ours) => (ours, None),
@@ -674,7 +671,7 @@ pub fn release(store: &mut impl LockStore, held: &HeldLock) -> Result<bool> {
         &keys.lock,
         held.secret.as_bytes(),
         held.release,
-        &keys.queue,
+        keys.queue(),
     )?;
     match native {
         Some((true, 0)) => {
@@ -1016,12 +1013,12 @@ mod cluster_tests {
 
     fn clean(store: &mut ClusterStore, keys: &LockKeys) {
         for key in [
-            &keys.data,
+            &keys.data[..],
             &keys.lock,
-            &keys.queue,
-            &keys.waiters,
-            &keys.done,
-            &keys.lifetime,
+            keys.queue(),
+            keys.waiters(),
+            keys.done(),
+            keys.lifetime(),
         ] {
             store.delete(&[key]).unwrap();
         }
@@ -1039,7 +1036,7 @@ mod cluster_tests {
         let holder = lock(&mut store, &keys, Duration::from_secs(30));
         let first = queue(&mut store, &keys, Duration::from_secs(5));
         let second = queue(&mut store, &keys, Duration::from_secs(9));
-        assert_eq!(int(&store, &keys.queue, cmd("ZCARD").arg(&keys.queue)), 2);
+        assert_eq!(int(&store, keys.queue(), cmd("ZCARD").arg(keys.queue())), 2);
 
         // Each release hands the lock to the next in line, with that waiter's TTL.
         let mut hand_over = |from: &HeldLock, to: Acquisition, ttl_ms, data: &[u8]| {
@@ -1060,7 +1057,7 @@ mod cluster_tests {
         assert!(write(&mut store, &second, b"v3"));
 
         assert_eq!(owner(&store, &keys), None);
-        for key in [&keys.queue, &keys.waiters] {
+        for key in [&keys.queue(), &keys.waiters()] {
             assert_eq!(int(&store, key, cmd("EXISTS").arg(key)), 0);
         }
         clean(&mut store, &keys);
@@ -1299,7 +1296,7 @@ mod cluster_tests {
             (held.lifetime, released.lifetime)
         };
         let both_expire_together = |store: &ClusterStore| {
-            let (data, life) = (pttl(store, &keys.data), pttl(store, &keys.lifetime));
+            let (data, life) = (pttl(store, &keys.data), pttl(store, keys.lifetime()));
             assert!(
                 (data - life).abs() < 100,
                 "data {data} ms, lifetime {life} ms"
@@ -1343,15 +1340,15 @@ mod cluster_tests {
         );
         assert!((55_000..=60_000).contains(&pttl(&store, &keys.data)));
         assert_eq!(
-            int(&store, &keys.lifetime, cmd("EXISTS").arg(&keys.lifetime)),
+            int(&store, keys.lifetime(), cmd("EXISTS").arg(keys.lifetime())),
             0
         );
         // A lifetime key phpredis's destroy left behind is not inherited.
-        store.set(&keys.lifetime, &week.encode(), gc).unwrap();
+        store.set(keys.lifetime(), &week.encode(), gc).unwrap();
         store.delete(&[&keys.data]).unwrap();
         assert_eq!(request(&mut store, Save::Write, Change::Keep), (None, None));
         assert_eq!(
-            int(&store, &keys.lifetime, cmd("EXISTS").arg(&keys.lifetime)),
+            int(&store, keys.lifetime(), cmd("EXISTS").arg(keys.lifetime())),
             0
         );
         // A destroy takes it with the data, and says what it was.
@@ -1365,7 +1362,7 @@ mod cluster_tests {
                 lifetime: Some(week)
             }
         );
-        for key in [&keys.data, &keys.lifetime] {
+        for key in [&keys.data[..], keys.lifetime()] {
             assert_eq!(int(&store, key, cmd("EXISTS").arg(key)), 0);
         }
         clean(&mut store, &keys);
@@ -1422,14 +1419,14 @@ mod cluster_tests {
         short
             .attempt(&mut store, Duration::from_millis(10), false)
             .unwrap();
-        for key in [&keys.queue, &keys.waiters] {
+        for key in [&keys.queue(), &keys.waiters()] {
             let ttl = int(&store, key, cmd("PTTL").arg(key));
             assert!(ttl > 6000, "{ttl}");
         }
         // A failed wait leaves the queue.
         short.attempt(&mut store, Duration::ZERO, false).unwrap();
         long.attempt(&mut store, Duration::ZERO, false).unwrap();
-        for key in [&keys.queue, &keys.waiters] {
+        for key in [&keys.queue(), &keys.waiters()] {
             assert_eq!(int(&store, key, cmd("EXISTS").arg(key)), 0);
         }
         release(&mut store, &holder).unwrap();
@@ -1450,7 +1447,7 @@ mod cluster_tests {
             acquire_and_read(&mut store, keys.clone(), &settings, None).unwrap();
         assert!(matches!(outcome, Acquired::Busy(None)));
         assert!(waited >= Duration::from_millis(50), "{waited:?}");
-        for key in [&keys.queue, &keys.waiters] {
+        for key in [&keys.queue(), &keys.waiters()] {
             assert_eq!(int(&store, key, cmd("EXISTS").arg(key)), 0);
         }
         release(&mut store, &holder).unwrap();

@@ -326,7 +326,7 @@ impl LockModel {
         let owner_before = state.lock_owner();
         let k = keys();
         let data_before = state.primary.get_str(&k.data).map(<[u8]>::to_vec);
-        let done_before = state.primary.get_str(&k.done).map(<[u8]>::to_vec);
+        let done_before = state.primary.get_str(k.done()).map(<[u8]>::to_vec);
         match client.phase.clone() {
             Phase::Idle => {
                 let n = client.started;
@@ -460,7 +460,7 @@ impl LockModel {
                     Pick::Fixed => Change::Set(Lifetime::Until(server_now as u64 + FIXED_END_MS)),
                     Pick::Drop => Change::Drop,
                 };
-                let lifetime_before = state.primary.get_str(&k.lifetime).map(<[u8]>::to_vec);
+                let lifetime_before = state.primary.get_str(k.lifetime()).map(<[u8]>::to_vec);
                 let mut save = |save, data: &str| {
                     held.save_call(save, data.as_bytes(), DATA_TTL, change, |script, args| {
                         held.with_release_keys(|keys| self.eval(state, script, keys, args))
@@ -484,7 +484,7 @@ impl LockModel {
                 let mine = Some(held.secret().as_bytes());
                 let applied = match op {
                     Op::Touch => owner_before.as_deref() == mine,
-                    _ => done_before.as_deref() != mine && state.primary.get_str(&k.done) == mine,
+                    _ => done_before.as_deref() != mine && state.primary.get_str(k.done()) == mine,
                 };
                 if applied && owner_before.as_deref() != mine {
                     state.fail(
@@ -558,7 +558,7 @@ impl LockModel {
                 );
                 let waiting = state
                     .primary
-                    .call(&[b"ZCARD".to_vec(), k.queue.clone()], &[&k.queue]);
+                    .call(&[b"ZCARD".to_vec(), k.queue().to_vec()], &[k.queue()]);
                 if !lost {
                     client.phase = match (deleted, waiting) {
                         (Ok(Reply::Int(1)), Ok(Reply::Int(0))) => {
@@ -615,7 +615,7 @@ impl LockModel {
         let life = state
             .primary
             .keys
-            .get(&k.lifetime)
+            .get(k.lifetime())
             .map(|(value, at)| (value.clone(), *at));
         let life_wanted = expected.map(|l| (server::Value::Str(l.encode()), Some(want_at)));
         if data_at != Some(want_at) || life != life_wanted {
@@ -674,7 +674,7 @@ impl LockModel {
                 // A failover's clock step back stretches every TTL by the step.
                 Some(at)
                     if *key != k.data
-                        && *key != k.lifetime
+                        && *key != k.lifetime()
                         && at - state.primary.now_ms > helper_bound + state.skew.abs() =>
                 {
                     state.violation.get_or_insert((
@@ -692,7 +692,7 @@ impl LockModel {
         // Lifetime: its key expires with the data, and only phpredis's
         // destroy leaves it alone.
         match (
-            state.primary.keys.get(&k.lifetime),
+            state.primary.keys.get(k.lifetime()),
             state.primary.keys.get(&k.data),
         ) {
             (Some((_, life_at)), Some((_, data_at))) if life_at != data_at => {

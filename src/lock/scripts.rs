@@ -240,8 +240,8 @@ return {0, data, owner, ahead, handed_by or false}",
 /// KEYS: data, lock, queue, waiters, next, done, lifetime. ARGV: secret,
 /// data, data TTL s, lock TTL ms, fence, the request's new lifetime (''
 /// keeps the stored one, '-' drops it). Stores (for the session's lifetime)
-/// and releases only while the lock holds the secret: {1, the lifetime it
-/// stored with} if it did, {0} if the lock was lost. The store leaves the
+/// and releases only while the lock holds the secret: 1 if it did ({1, the
+/// lifetime} when it stored one), 0 if the lock was lost. The store leaves the
 /// secret in `done` for the lock's TTL, so that a repeat after a lost reply,
 /// which finds the lock gone or handed on, knows that its own write landed
 /// (equal bytes would not tell it from another holder's). The fence is what
@@ -253,8 +253,11 @@ pub(crate) static WRITE_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
     r"local data, default_s, lock_ms, fence, life_arg = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 if redis.call('GET', lock) ~= secret then
-  if redis.call('GET', done) == secret then return {1, redis.call('GET', life)} end
-  return {0, false}
+  if redis.call('GET', done) == secret then
+    local kept = redis.call('GET', life)
+    return kept and {1, kept} or 1
+  end
+  return 0
 end
 local stale = fence ~= '?' and (redis.call('GET', done) or '') ~= fence
 local applied_life = false
@@ -270,8 +273,8 @@ redis.call('SET', done, secret, 'PX', lock_ms)
 end
 ",
     hand_over_lua!(),
-    "if stale then return {0, false} end
-return {1, applied_life}"
+    "if stale then return 0 end
+return applied_life and {1, applied_life} or 1"
 ));
 
 /// KEYS: data, lock, queue, waiters, next, done, lifetime. ARGV: secret,
@@ -279,7 +282,7 @@ return {1, applied_life}"
 /// Renews the TTL for the session's lifetime (allowed without the lock, as in
 /// phpredis, which then keeps the stored lifetime); applies the new
 /// lifetime, rewrites a vanished key and releases the lock only while it
-/// holds the secret: {1, the lifetime} if it did, {0} if not.
+/// holds the secret: 1 if it did ({1, the lifetime} with one), 0 if not.
 pub(crate) static TOUCH_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
     r"local data, default_s, life_arg = ARGV[2], ARGV[3], ARGV[4]
@@ -294,29 +297,29 @@ if not exists and held then
 end
 ",
     keep_lifetime_lua!(),
-    r"if not held then return {0, false} end
+    r"if not held then return 0 end
 ",
     hand_over_lua!(),
-    "return {1, life_value}"
+    "return life_value and {1, life_value} or 1"
 ));
 
 /// KEYS: data, lock, queue, waiters, next, done, lifetime. ARGV: secret,
 /// lock TTL ms. Deletes the data and its lifetime and releases the lock only
-/// while it holds the secret: {1, the lifetime it had} if it did, {0} if the
-/// lock was lost (an expired lock may have gone to
+/// while it holds the secret: 1 if it did ({1, the lifetime it had} with
+/// one), 0 if the lock was lost (an expired lock may have gone to
 /// another holder, whose data must stay). Proves itself in `done` as a write.
 pub(crate) static DESTROY_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
     r"if redis.call('GET', lock) ~= secret then
-  if redis.call('GET', done) == secret then return {1, false} end
-  return {0, false}
+  if redis.call('GET', done) == secret then return 1 end
+  return 0
 end
 local life_value = redis.call('GET', life)
 redis.call('DEL', data_key, life)
 redis.call('SET', done, secret, 'PX', ARGV[2])
 ",
     hand_over_lua!(),
-    "return {1, life_value}"
+    "return life_value and {1, life_value} or 1"
 ));
 
 /// KEYS: data, lock, queue, waiters, next, done, lifetime. ARGV: secret.
