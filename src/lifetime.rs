@@ -77,19 +77,8 @@ impl Lifetime {
             b'S' if number > 0 && number <= MAX_LIFETIME.as_secs() => {
                 Some(Lifetime::Sliding(Duration::from_secs(number)))
             }
-            b'A' => Some(Lifetime::Until(number)),
+            b'A' if number > 0 => Some(Lifetime::Until(number)),
             _ => None,
-        }
-    }
-
-    /// The data key's TTL when written or touched at `now_ms`; `None` once
-    /// a fixed end has passed (the session is over).
-    pub fn ttl_at(self, now_ms: u64) -> Option<Duration> {
-        match self {
-            Lifetime::Sliding(ttl) => Some(ttl),
-            Lifetime::Until(at_ms) => {
-                (at_ms > now_ms).then(|| Duration::from_millis(at_ms - now_ms))
-            }
         }
     }
 }
@@ -185,6 +174,7 @@ mod tests {
             &b""[..],
             b"S",
             b"S0",
+            b"A0",
             b"S-5",
             b"S 5",
             b"X10",
@@ -193,16 +183,5 @@ mod tests {
         ] {
             assert_eq!(Lifetime::decode(stranger), None, "{stranger:?}");
         }
-    }
-
-    #[test]
-    fn a_fixed_end_shortens_the_ttl_and_ends_the_session() {
-        let until = Lifetime::Until(10_000);
-        assert_eq!(until.ttl_at(4_000), Some(Duration::from_secs(6)));
-        assert_eq!(until.ttl_at(10_000), None);
-        assert_eq!(
-            Lifetime::Sliding(Duration::from_secs(5)).ttl_at(u64::MAX),
-            Some(Duration::from_secs(5))
-        );
     }
 }
