@@ -74,13 +74,19 @@ fn on_the_data_slot(session_key: &[u8], suffix: &[u8]) -> Result<Vec<u8>, KeyErr
     if session_key.is_empty() {
         return Err(KeyError::InvalidSessionId);
     }
-    if hash_tag(session_key).is_some() {
-        return Ok([session_key, suffix].concat());
+    // The usual key has no brace at all (`contains` on bytes is memchr).
+    if !session_key.contains(&b'{') && !session_key.contains(&b'}') {
+        let mut key = Vec::with_capacity(session_key.len() + 2 + suffix.len());
+        key.push(b'{');
+        key.extend_from_slice(session_key);
+        key.push(b'}');
+        key.extend_from_slice(suffix);
+        return Ok(key);
     }
-    if session_key.iter().any(|&b| b == b'{' || b == b'}') {
-        return Err(KeyError::MalformedPrefix);
+    match hash_tag(session_key) {
+        Some(_) => Ok([session_key, suffix].concat()),
+        None => Err(KeyError::MalformedPrefix),
     }
-    Ok([b"{", session_key, b"}", suffix].concat())
 }
 
 /// Every key of one session's lock. All of them carry the lock key's hash

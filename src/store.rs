@@ -509,8 +509,8 @@ fn expiry_args(expiry: Expiry) -> (&'static [u8], Decimal) {
 }
 
 fn set_command(key: &[u8], value: &[u8], ttl: Duration) -> Vec<u8> {
-    let (option, seconds) = expiry_args(Expiry::After(ttl));
-    packed(&[b"SET", key, value, option, seconds.as_bytes()])
+    let seconds = Decimal::from(whole_seconds(ttl));
+    packed(&[b"SET", key, value, b"EX", seconds.as_bytes()])
 }
 
 impl SessionStore for ClusterStore {
@@ -579,7 +579,7 @@ impl SessionStore for ClusterStore {
         lifetime: &[u8],
         refresh: Option<Duration>,
     ) -> Result<DataAndLifetime> {
-        let mut command = Vec::new();
+        let mut command = Vec::with_capacity(64 + key.len() + lifetime.len());
         pack_get(&mut command, key, refresh);
         pack(&mut command, &[b"GET", lifetime]);
         let mut replies = self.request(key, &command, 2, Duration::ZERO)?.into_iter();
