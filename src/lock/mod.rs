@@ -1195,10 +1195,12 @@ mod cluster_tests {
     }
 
     /// Promotes the replica of `key`'s slot and waits until it owns the slot
-    /// and the old primary replicates from it.
+    /// and the old primary replicates from it. A manual failover whose
+    /// handshake a loaded machine stalls is asked again with FORCE, then
+    /// TAKEOVER: the callers made the replica catch up (WAIT) first.
     fn fail_over(key: &[u8]) {
         let started = Instant::now();
-        let in_time = || assert!(started.elapsed() < Duration::from_secs(30), "no failover");
+        let in_time = || assert!(started.elapsed() < Duration::from_secs(60), "no failover");
         let (primary, replica) = loop {
             match owners(key) {
                 (primary, replica)
@@ -1211,12 +1213,20 @@ mod cluster_tests {
             std::thread::sleep(Duration::from_millis(50));
         };
         let mut asked = None;
+        let mut failover = cmd("CLUSTER");
+        failover.arg("FAILOVER");
         while owners(key).0 == primary || !info(&replica).contains("state=online") {
             in_time();
-            // A manual failover that did not start in time is asked for again.
+            // A failover that did not start in time is asked for again, harder.
             if asked.is_none_or(|at: Instant| at.elapsed() > Duration::from_secs(5)) {
-                let _: redis::RedisResult<()> =
-                    cmd("CLUSTER").arg("FAILOVER").query(&mut node(&replica));
+                let waited = started.elapsed();
+                let mut ask = failover.clone();
+                if waited > Duration::from_secs(25) {
+                    ask.arg("TAKEOVER");
+                } else if waited > Duration::from_secs(10) {
+                    ask.arg("FORCE");
+                }
+                let _: redis::RedisResult<()> = ask.query(&mut node(&replica));
                 asked = Some(Instant::now());
             }
             std::thread::sleep(Duration::from_millis(50));
