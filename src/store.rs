@@ -384,11 +384,7 @@ impl ClusterStore {
             other => Err(unexpected(what, &other)),
         };
         let (lock_ttl_ms, waiters, data_ttl_ms) = (int("PTTL")?, int("ZCARD")?, int("PTTL")?);
-        let lifetime = match reply(replies.next())? {
-            Reply::Data(value) => Some(value),
-            Reply::Nil => None,
-            other => return Err(unexpected("GET", &other)),
-        };
+        let lifetime = session_data(reply(replies.next())?)?;
         Ok(LockState {
             lock_ttl_ms,
             waiters: waiters.unsigned_abs(),
@@ -480,7 +476,7 @@ pub fn whole_seconds(ttl: Duration) -> u64 {
     ttl.as_secs().max(1)
 }
 
-/// A GET's reply: the session's data, or none.
+/// A GET's reply: the value (session data, or a lifetime key's), or none.
 fn session_data(reply: Reply) -> Result<Option<Vec<u8>>> {
     match reply {
         Reply::Data(data) => Ok(Some(data)),

@@ -1329,11 +1329,7 @@ mod cluster_tests {
         );
         assert!(both_expire_together(&store) > 6 * 86400 * 1000);
         // A fixed end, whatever comes after.
-        let now_ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as u64;
-        let end = Lifetime::Until(now_ms + 5000);
+        let end = Lifetime::Until(crate::lifetime::unix_now_ms() + 5000);
         assert_eq!(
             request(&mut store, Save::Write, Change::Set(end)),
             (Some(week), Some(end))
