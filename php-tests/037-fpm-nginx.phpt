@@ -65,9 +65,12 @@ try {
     echo "nginx log: ", trim(file_get_contents("$dir/nginx-error.log")) === '' ? 'clean' : file_get_contents("$dir/nginx-error.log"), "\n";
 
     // The log does catch a worker's warning: the check above could fail.
+    // The FPM master copies the worker's output into its log on its own
+    // schedule, after the response may have gone out: wait for it (bounded).
     http_many($port, ['/?warn=1'], [''], 1);
-    usleep(200000);
-    echo "after a deliberate warning: ", substr_count(file_get_contents("$dir/fpm.log"), 'deliberate warning from the FPM test'), " line\n";
+    $warned = fn() => substr_count((string)file_get_contents("$dir/fpm.log"), 'deliberate warning from the FPM test');
+    rcs_wait_until(fn() => $warned() >= 1, 10);
+    echo "after a deliberate warning: ", $warned(), " line\n";
 } finally {
     exec(implode(' ', array_map('escapeshellarg', [$fpm, 'stop', $dir])));
     exec('rm -rf ' . escapeshellarg($dir));

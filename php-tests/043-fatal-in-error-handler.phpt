@@ -38,8 +38,12 @@ try {
     $grown = $rss() - $before;
     echo "responses: ", json_encode($statuses), "\n";
     echo "worker RSS after 10 fatal requests: ", $grown < 20480 ? "less than one session" : "$grown KiB more", "\n";
-    $log = file_get_contents("$dir/fpm.log");
-    echo "fatal errors logged: ", substr_count($log, 'fatal after: session_start(): Failed to acquire session lock, session will be read only'), "\n";
+    // The FPM master copies a worker's output into its log on its own
+    // schedule, after the response may have gone out: wait for the 12th line
+    // (bounded, for a loaded machine), then count what came.
+    $logged = fn() => substr_count((string)file_get_contents("$dir/fpm.log"), 'fatal after: session_start(): Failed to acquire session lock, session will be read only');
+    rcs_wait_until(fn() => $logged() >= 12, 10);
+    echo "fatal errors logged: ", $logged(), "\n";
 } finally {
     exec(implode(' ', array_map('escapeshellarg', [$fpm, 'stop', $dir])));
     rcs_cmd('DEL', rcs_lock_key($sid), rcs_prefix() . $sid);
