@@ -46,7 +46,11 @@
 //! - lifetime: the lifetime key and the data expire together; a save that
 //!   applied gives the data the TTL of the lifetime it asked for (or kept,
 //!   or `gc_maxlifetime` without one); a session read missing starts without
-//!   the lifetime a leftover key held.
+//!   the lifetime a leftover key held;
+//! - liveness (before any failover, which may hand a lock back to a holder
+//!   whose read it undid): a write or destroy that runs while the lock holds
+//!   the caller's secret is applied, and the repeat of one that applied, its
+//!   reply lost, is acknowledged.
 
 mod server;
 
@@ -210,6 +214,7 @@ pub enum Invariant {
     DeclaredKeys,
     NoLeftovers,
     Lifetime,
+    Liveness,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -492,6 +497,12 @@ impl LockModel {
                         format!("client {c}'s {op:?} applied without its lock"),
                     );
                 }
+                if !applied && owner_before.as_deref() == mine && state.failovers == 0 {
+                    state.fail(
+                        Invariant::Liveness,
+                        format!("client {c}'s {op:?} refused while the lock held its secret"),
+                    );
+                }
                 if applied && op != Op::Destroy {
                     // The lifetime this save asked for, as the application sees it.
                     let expected = match change {
@@ -535,6 +546,14 @@ impl LockModel {
                             return;
                         }
                     };
+                    if !acknowledged && client.applied_under_lock && state.failovers == 0 {
+                        state.fail(
+                            Invariant::Liveness,
+                            format!(
+                                "client {c}'s {op:?} applied, but its repeat was not acknowledged"
+                            ),
+                        );
+                    }
                     if acknowledged && !client.applied_under_lock {
                         state.fail(Invariant::Safety, format!(
                             "safety: client {c}'s {op:?} acknowledged but never applied under its lock"
@@ -990,6 +1009,7 @@ impl Model for LockModel {
             holds!("declared keys", Invariant::DeclaredKeys),
             holds!("no leftovers", Invariant::NoLeftovers),
             holds!("lifetime", Invariant::Lifetime),
+            holds!("liveness", Invariant::Liveness),
             // The model does reach the end of a busy session.
             Property::sometimes(
                 "every acquisition wrote",

@@ -97,7 +97,8 @@ end
 /// passed, with that waiter's own lock TTL, and pushes it
 /// "F<ms>:<secret>:<last writer>:" then "1" and the data (or "0": no
 /// session) on `next`, the data read and renewed as the acquire script
-/// reads it; drops waiters that are gone. (The previous release
+/// reads it; drops waiters that are gone. The last writer's proof in `done`,
+/// the new holder's fence, lives at least as long as its lock. (The previous release
 /// pushed "H<ms>:<secret>:" without the last writer.) The waiter's "handed" mark lives as long as the lock it got, so
 /// that a waiter behind can tell a dead hand-over for the whole of that
 /// time. With nobody waiting it deletes the lock. Inline, not a
@@ -117,6 +118,7 @@ while true do
   if lock_ms and tonumber(deadline) >= now then
     now = string.format('%d', now)
     redis.call('SET', lock, head, 'PX', lock_ms)
+    redis.call('PEXPIRE', done, lock_ms, 'GT')
     redis.call('HSET', waiters, head, 'handed ' .. now .. ' ' .. secret)
     redis.call('PEXPIRE', waiters, lock_ms, 'GT')
 ",
@@ -192,6 +194,8 @@ if not owner or owner == secret then
   -- lost reply): nobody may suspect us now. A push meant for us that we did
   -- not pop goes with our list.
   redis.call('SET', lock, secret, 'PX', lock_ms)
+  -- The last writer's proof is our fence: it lives as long as our lock.
+  redis.call('PEXPIRE', done, lock_ms, 'GT')
   redis.call('HDEL', waiters, secret)
   if queued then
     redis.call('ZREM', queue, secret)
@@ -339,6 +343,16 @@ end
     hand_over_lua!(),
     "if ours then return 1 end
 return 0"
+));
+
+/// KEYS: data, lifetime. ARGV: data TTL s. The data and the session's own
+/// lifetime without a lock, both renewed by that lifetime (the TTL without
+/// one), as the acquire script reads them: {data, lifetime}. A lifetime key
+/// left without data goes.
+pub(crate) static READ_AND_RENEW: LuaScript = LuaScript::new(concat!(
+    "local data_key, life, refresh = KEYS[1], KEYS[2], ARGV[1]\n",
+    read_data_lua!(),
+    "return {data, life_value}"
 ));
 
 /// Every script of the protocol, for tests that check them all.
