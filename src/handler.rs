@@ -4,7 +4,7 @@
 //! `session.*`), data as bytes, failures go out as errors whose text becomes
 //! the PHP warning.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -13,8 +13,9 @@ use anyhow::{Result, bail};
 use crate::cluster::{ReadFrom, Unreachable};
 use crate::config::ConnectionConfig;
 use crate::keys;
-use crate::lifetime::{Change, Expiry, Lifetime, unix_now_ms};
+use crate::lifetime::{Change, Expiry, Lifetime};
 use crate::lock::{self, Acquired, HeldLock, Save};
+use crate::request::{self, Read, Request};
 use crate::save_path::{self, Failover};
 use crate::settings::{self, IniSource, Settings};
 use crate::stats;
@@ -33,14 +34,6 @@ pub struct SessionHandler<S> {
     lock: Option<HeldLock>,
     /// A read `validate_sid` had to make elsewhere, for `read` to serve.
     fallback_read: Option<FallbackRead>,
-    /// The session was read elsewhere: it is never written.
-    read_only: bool,
-    /// Without a lock: the session's own lifetime as read (the lock scripts
-    /// apply it themselves otherwise).
-    stored_lifetime: Option<Lifetime>,
-    /// Without a lock: a lifetime key is there that this session does not
-    /// keep (left without data, or not this release's).
-    lifetime_left_over: bool,
     /// For the settings read only when needed.
     ini: &'static dyn IniSource,
     /// Warnings and notices for PHP from the last hook.
@@ -72,112 +65,18 @@ struct FallbackRead {
     from: ReadFrom,
 }
 
-thread_local! {
-    /// Whether the session PHP opened last is served read-only, for
-    /// `rediscluster_session_read_only()`; false again at the request's end.
-    static READ_ONLY: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether the session this request opened last is read-only.
-pub fn session_read_only() -> bool {
-    READ_ONLY.get()
-}
-
-/// A session opens, or the request ends: nothing is read-only yet.
-pub fn clear_read_only() {
-    READ_ONLY.set(false);
-}
-
-thread_local! {
-    /// This request's session lifetime: see [`RequestLifetime`].
-    static LIFETIME: Cell<RequestLifetime> = const { Cell::new(RequestLifetime::NONE) };
-}
-
-/// A session lifetime across the hooks of one request.
-#[derive(Clone, Copy)]
-struct RequestLifetime {
-    /// Asked for by `rediscluster_session_set_lifetime()`, not saved yet.
-    pending: Option<Change>,
-    /// The lifetime of the session this request read, saved or destroyed last.
-    last: Option<Lifetime>,
-    /// `session_regenerate_id()` made a new id since: its first save takes
-    /// `last` (PHP closes the handler and opens it again in between).
-    new_id: bool,
-    /// The session read last can have a lifetime: not an unlocked one whose
-    /// id has braces, as its lifetime key would land on another slot.
-    possible: bool,
-}
-
-impl RequestLifetime {
-    const NONE: Self = RequestLifetime {
-        pending: None,
-        last: None,
-        new_id: false,
-        possible: false,
-    };
-
-    /// What a save does with the lifetime: the one asked for in this
-    /// request, the one carried to a new id, or what is stored.
-    fn change() -> Change {
-        let lifetime = LIFETIME.get();
-        match (lifetime.pending, lifetime.last) {
-            (Some(change), _) => change,
-            (None, Some(last)) if lifetime.new_id => Change::Set(last),
-            _ => Change::Keep,
-        }
-    }
-
-    /// A save landed with this lifetime.
-    fn saved(lifetime: Option<Lifetime>) {
-        LIFETIME.set(RequestLifetime {
-            pending: None,
-            last: lifetime,
-            new_id: false,
-            ..LIFETIME.get()
-        });
-    }
-
-    /// The session read (or destroyed) has this lifetime, if any.
-    fn seen(lifetime: Option<Lifetime>, possible: bool) {
-        let mut request = LIFETIME.get();
-        request.possible = possible;
-        if lifetime.is_some() {
-            request.last = lifetime;
-        }
-        LIFETIME.set(request);
-    }
-}
-
-/// `rediscluster_session_set_lifetime($seconds, $sliding)` for the active
-/// session, from its next write or touch on; 0 goes back to
-/// `session.gc_maxlifetime`. The caller checked that a session is active and
-/// that this handler serves it.
-pub fn set_lifetime(seconds: i64, sliding: bool) -> Result<()> {
-    if !LIFETIME.get().possible {
-        bail!(
-            "a session whose key (prefix and id) has braces outside a hash tag cannot have a lifetime: its lifetime key would be on another slot"
-        );
-    }
-    let change = match Lifetime::requested(seconds, sliding, unix_now_ms())? {
-        Some(lifetime) => Change::Set(lifetime),
-        None => Change::Drop,
-    };
-    LIFETIME.set(RequestLifetime {
-        pending: Some(change),
-        ..LIFETIME.get()
-    });
-    Ok(())
-}
-
-/// The request ends: the next one starts with no lifetime asked for.
-pub fn clear_lifetime() {
-    LIFETIME.set(RequestLifetime::NONE);
-}
-
 /// The error a hook that writes gives for a read-only session.
 fn read_only_refusal(what: &str) -> anyhow::Error {
     anyhow::anyhow!(
         "Unable to {what}: the session is read only (its primary could not serve it at session_start(), failover=error)"
+    )
+}
+
+/// The error a hook that saves gives in a process forked from the one that
+/// holds the session's lock.
+fn forked_refusal(what: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "Unable to {what}: its lock belongs to the process this one was forked from (pcntl_fork()), which saves the session; nothing was stored"
     )
 }
 
@@ -302,9 +201,6 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
             key_missing: false,
             lock: None,
             fallback_read: None,
-            read_only: false,
-            stored_lifetime: None,
-            lifetime_left_over: false,
             ini,
             messages,
         }
@@ -383,8 +279,10 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
 
     /// The session read elsewhere, from now on read only, with a warning.
     fn serve_read_only(&mut self, sid: &[u8], read: FallbackRead) -> Option<Vec<u8>> {
-        self.read_only = true;
-        READ_ONLY.set(true);
+        request::with(|request| {
+            request.set_read_only(true);
+            request.read(sid, Read::NoLifetime(request::READ_ONLY));
+        });
         let from = match read.from {
             ReadFrom::Primary => "its primary, without a lock",
             ReadFrom::Replica => "a replica",
@@ -405,89 +303,112 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         if let Some(held) = self.lock.take_if(|held| held.keys.data != *key) {
             lock::release(&mut self.store, &held)?;
         }
-        let data = match &settings.lock {
-            Some(lock_settings) if self.lock.is_none() => {
-                let (acquired, waited) = lock::acquire_and_read(
-                    &mut self.store,
-                    keys::LockKeys::new(key)?,
-                    lock_settings,
-                    refresh,
-                )?;
-                if let Some(threshold) = lock_settings.wait_notice.filter(|&t| waited > t) {
-                    self.messages
-                        .push(Message::Notice(slow_wait_notice(sid, waited, threshold)));
-                }
-                match acquired {
-                    Acquired::Locked(held, data) => {
-                        RequestLifetime::seen(held.lifetime, true);
-                        self.lock = Some(held);
-                        data
-                    }
-                    Acquired::Busy(data) if lock_settings.failure_readonly => {
-                        self.messages.push(Message::Warning(
-                            "Failed to acquire session lock, session will be read only".into(),
-                        ));
-                        data
-                    }
-                    Acquired::Busy(_) => bail!("Failed to acquire session lock"),
-                    Acquired::Rejected(data, waiting) => {
-                        let cap = lock_settings.max_waiters.unwrap_or(0);
-                        let text = format!(
-                            "Session {} already has {waiting} waiters for its lock (rediscluster_session.max_waiters={cap})",
-                            session_digest(sid)
-                        );
-                        if !lock_settings.failure_readonly {
-                            bail!(text);
-                        }
-                        self.messages.push(Message::Warning(format!(
-                            "{text}, session will be read only"
-                        )));
-                        data
-                    }
-                }
-            }
-            _ => self.read_unlocked(key, refresh)?,
+        let Some(lock_settings) = settings.lock.as_ref().filter(|_| self.lock.is_none()) else {
+            return self.read_unlocked(sid, key, refresh);
         };
+        let plain_first = request::with(|request| request.lock_plain_first());
+        let (acquired, waited) = lock::acquire_and_read(
+            &mut self.store,
+            keys::LockKeys::new(key)?,
+            lock_settings,
+            refresh,
+            plain_first,
+        )?;
+        request::with(|request| request.lock_waited(!waited.is_zero()));
+        if let Some(threshold) = lock_settings.wait_notice.filter(|&t| waited > t) {
+            self.messages
+                .push(Message::Notice(slow_wait_notice(sid, waited, threshold)));
+        }
+        let (data, warning) = match acquired {
+            Acquired::Locked(held, data) => {
+                let stored = held.lifetime;
+                request::with(|request| {
+                    let left_over = false;
+                    request.read(sid, Read::Writable { stored, left_over })
+                });
+                self.lock = Some(held);
+                return Ok(data);
+            }
+            Acquired::Busy(_) if !lock_settings.failure_readonly => {
+                bail!("Failed to acquire session lock")
+            }
+            Acquired::Busy(data) => (
+                data,
+                "Failed to acquire session lock, session will be read only".to_owned(),
+            ),
+            Acquired::Rejected(data, waiting) => {
+                let cap = lock_settings.max_waiters.unwrap_or(0);
+                let text = format!(
+                    "Session {} already has {waiting} waiters for its lock (rediscluster_session.max_waiters={cap})",
+                    session_digest(sid)
+                );
+                if !lock_settings.failure_readonly {
+                    bail!(text);
+                }
+                (data, format!("{text}, session will be read only"))
+            }
+        };
+        self.messages.push(Message::Warning(warning));
+        request::with(|request| request.read(sid, Read::NoLifetime(request::LOCK_NOT_HELD)));
         Ok(data)
     }
 
     /// The data without a lock, and its own lifetime in the same round trip.
-    fn read_unlocked(&mut self, key: &[u8], refresh: Option<Duration>) -> Result<Option<Vec<u8>>> {
+    fn read_unlocked(
+        &mut self,
+        sid: &[u8],
+        key: &[u8],
+        refresh: Option<Duration>,
+    ) -> Result<Option<Vec<u8>>> {
         let Ok(lifetime_key) = keys::lifetime_key(key) else {
-            RequestLifetime::seen(None, false);
+            request::with(|request| request.read(sid, Read::NoLifetime(request::BRACES)));
             return self.store.get(key, refresh);
         };
-        let (data, stored) = self.store.get_with_lifetime(key, &lifetime_key, refresh)?;
+        let (data, stored) = match refresh {
+            // GETEX would renew by gc_maxlifetime: the script renews by the session's own lifetime.
+            Some(ttl) => lock::read_and_renew(&mut self.store, key, &lifetime_key, ttl)?,
+            None => self.store.get_with_lifetime(key, &lifetime_key)?,
+        };
         // A lifetime its data outlived is not the session's: phpredis's destroy leaves it.
         let lifetime = stored
             .as_deref()
             .and_then(Lifetime::decode)
             .filter(|_| data.is_some());
-        self.stored_lifetime = lifetime;
-        self.lifetime_left_over = stored.is_some() && lifetime.is_none();
-        RequestLifetime::seen(lifetime, true);
+        let left_over = stored.is_some() && lifetime.is_none();
+        let stored = lifetime;
+        request::with(|request| request.read(sid, Read::Writable { stored, left_over }));
         Ok(data)
+    }
+
+    /// A lock this process inherited from the one it was forked from
+    /// (`pcntl_fork()`) is that process's to save and release: it is let go
+    /// of here without a call. Whether there was one.
+    fn inherited_lock(&mut self) -> bool {
+        self.lock.take_if(|held| held.inherited()).is_some()
     }
 
     /// Stores the data. With locking on, only while our lock is still held,
     /// atomically, and the lock is released in the same call: PHP always
     /// closes right after its final write.
     pub fn write(&mut self, sid: &[u8], data: &[u8]) -> Result<()> {
-        if self.read_only {
+        if self.read_only() {
             return Err(read_only_refusal("write session"));
+        }
+        if self.inherited_lock() {
+            return Err(forked_refusal("write session"));
         }
         self.store.start_budget(false);
         self.notice_clamped_ttl();
         let key = self.key(sid)?;
         let compression = self.settings.compression;
         let data = &compression.compress(data);
-        match self.save_locked(Save::Write, &key, data)? {
+        match self.save_locked(Save::Write, sid, &key, data)? {
             Some(true) => Ok(()),
             Some(false) => lock_lost(),
             None if self.settings.lock.is_some() => {
                 bail!("Unable to write session: session lock not held")
             }
-            None if self.keeps_a_lifetime() => self.store_with_lifetime(&key, data),
+            None if self.keeps_a_lifetime(sid) => self.store_with_lifetime(sid, &key, data),
             None => match self.settings.replica_ack {
                 Some(ack) => {
                     let acked = self
@@ -500,22 +421,27 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         }
     }
 
+    fn read_only(&self) -> bool {
+        request::with(|request| request.read_only())
+    }
+
     /// Without a lock: whether this save sets, keeps or drops a lifetime key
     /// (the session has one, the request asked for one, or one is left over).
-    fn keeps_a_lifetime(&self) -> bool {
-        self.stored_lifetime.is_some()
-            || self.lifetime_left_over
-            || matches!(RequestLifetime::change(), Change::Set(_))
+    fn keeps_a_lifetime(&self, sid: &[u8]) -> bool {
+        request::with(|request| {
+            let (stored, left_over) = request.stored(sid);
+            stored.is_some() || left_over || matches!(request.change(sid), Change::Set(_))
+        })
     }
 
     /// Without a lock: the data and its lifetime key, with the expiry of the
     /// lifetime this save keeps or sets (`gc_maxlifetime` without one).
-    fn store_with_lifetime(&mut self, key: &[u8], data: &[u8]) -> Result<()> {
-        let lifetime = match RequestLifetime::change() {
+    fn store_with_lifetime(&mut self, sid: &[u8], key: &[u8], data: &[u8]) -> Result<()> {
+        let lifetime = request::with(|request| match request.change(sid) {
             Change::Set(lifetime) => Some(lifetime),
             Change::Drop => None,
-            Change::Keep => self.stored_lifetime,
-        };
+            Change::Keep => request.stored(sid).0,
+        });
         let lifetime_key = keys::lifetime_key(key)?;
         let expiry = Expiry::of(lifetime, self.settings.session_ttl);
         let value = lifetime.map(Lifetime::encode);
@@ -527,8 +453,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
             (&lifetime_key, value.as_deref()),
             ack,
         )?;
-        (self.stored_lifetime, self.lifetime_left_over) = (lifetime, false);
-        RequestLifetime::saved(lifetime);
+        request::with(|request| request.saved(sid, lifetime));
         match (ack, acked) {
             (Some(ack), Some(acked)) => lock::check_replicas(ack, acked),
             _ => Ok(()),
@@ -538,56 +463,67 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     /// Saves under our lock and releases it in the same call: `None` when no
     /// lock on `key` is held, else whether it was still ours. Either way close
     /// has nothing left to release; after a transport error it still does.
-    fn save_locked(&mut self, save: Save, key: &[u8], data: &[u8]) -> Result<Option<bool>> {
+    fn save_locked(
+        &mut self,
+        save: Save,
+        sid: &[u8],
+        key: &[u8],
+        data: &[u8],
+    ) -> Result<Option<bool>> {
         let Some(held) = self.lock.as_ref().filter(|held| held.keys.data == key) else {
             return Ok(None);
         };
         let (ttl, ack) = (self.settings.session_ttl, self.settings.replica_ack);
-        let change = RequestLifetime::change();
+        let change = request::with(|request| request.change(sid));
         let released = lock::save_and_release(&mut self.store, save, held, data, ttl, change, ack)?;
         self.lock = None;
         if released.ours {
-            RequestLifetime::saved(released.lifetime);
+            request::with(|request| request.saved(sid, released.lifetime));
         }
         Ok(Some(released.ours))
     }
 
     /// `session.lazy_write` with unchanged data: refresh the TTL only, unless
     /// the read already did (early_refresh: always without a lock, by the
-    /// lock script only with one, see [`HeldLock::renewed`]); rewrite the data if the key is
-    /// gone (only under our lock when locking is on). A held lock is released
-    /// in the same call; one lost meanwhile warns as in [`Self::write`].
+    /// lock script only with one, see [`HeldLock::renewed`]), by the
+    /// session's own lifetime; rewrite the data if the key is gone (only
+    /// under our lock when locking is on). A held lock is released in the
+    /// same call; one lost meanwhile warns as in [`Self::write`].
     /// A read-only session's is skipped: its data did not change, and its
-    /// primary could not serve it a moment ago.
+    /// primary could not serve it a moment ago (or another request holds its
+    /// lock and saves it).
     pub fn update_timestamp(&mut self, sid: &[u8], data: &[u8]) -> Result<()> {
-        if self.read_only {
+        if self.read_only() || self.inherited_lock() {
             return Ok(());
         }
         self.store.start_budget(false);
         let key = self.key(sid)?;
-        let refreshed = self.settings.early_refresh && !self.key_missing;
+        let change = request::with(|request| request.change(sid));
         let compression = self.settings.compression;
         if self.lock.is_some() {
-            // A lock lost meanwhile warns as a write's does.
-            let ours = match self
+            // Renewed by the read, unless this request changes the lifetime.
+            let renewed = self
                 .lock
-                .take_if(|held| held.renewed && held.keys.data == key)
-            {
+                .take_if(|held| held.renewed && held.keys.data == key && change == Change::Keep);
+            let ours = match renewed {
                 Some(held) => Some(lock::release(&mut self.store, &held)?),
-                None => self.save_locked(Save::Touch, &key, &compression.compress(data))?,
+                None => self.save_locked(Save::Touch, sid, &key, &compression.compress(data))?,
             };
+            // A lock lost meanwhile warns as a write's does.
             return match ours {
                 Some(false) => lock_lost(),
                 _ => Ok(()),
             };
         }
-        if self.settings.lock.is_none() && self.keeps_a_lifetime() {
+        if self.settings.lock.is_some() {
+            // Busy when read: its holder saves it.
+            return Ok(());
+        }
+        if self.keeps_a_lifetime(sid) {
             // Renewed by the lifetime, unless this request changes it: then the data is stored anew.
-            if let (Change::Keep, Some(lifetime), false) = (
-                RequestLifetime::change(),
-                self.stored_lifetime,
-                self.lifetime_left_over,
-            ) {
+            if let (Change::Keep, (Some(lifetime), false)) =
+                (change, request::with(|request| request.stored(sid)))
+            {
                 let lifetime_key = keys::lifetime_key(&key)?;
                 let expiry = Expiry::of(Some(lifetime), self.settings.session_ttl);
                 if self
@@ -597,14 +533,14 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
                     return Ok(());
                 }
             }
-            return self.store_with_lifetime(&key, &compression.compress(data));
+            return self.store_with_lifetime(sid, &key, &compression.compress(data));
         }
-        if refreshed {
+        if self.settings.early_refresh && !self.key_missing {
             return Ok(());
         }
         let ttl = self.settings.session_ttl;
         // Compressed only when the key is gone: usually the TTL is all that changes.
-        if !self.store.expire(&key, ttl)? && self.settings.lock.is_none() {
+        if !self.store.expire(&key, ttl)? {
             self.store.set(&key, &compression.compress(data), ttl)?;
         }
         Ok(())
@@ -632,54 +568,92 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     /// A new id from PHP's generator (`generate`). In strict mode it must be
     /// unused; nothing is stored to reserve it, so no orphan keys are left.
     /// A read-only session gets none: `session_regenerate_id()` fails.
+    /// With `failover=error`, when the primary cannot tell, the new id is
+    /// served read-only as the session `read` finds elsewhere: it is new, so
+    /// empty (a primary already found unreachable is not asked again).
     pub fn create_sid(&mut self, mut generate: impl FnMut() -> Result<Vec<u8>>) -> Result<Vec<u8>> {
-        if self.read_only {
+        if self.read_only() {
             return Err(read_only_refusal("create a new session id"));
         }
-        LIFETIME.set(RequestLifetime {
-            new_id: true,
-            ..LIFETIME.get()
-        });
         if !self.settings.use_strict_mode {
             return generate();
         }
+        if let Some(unknown) = self.fallback_read.take() {
+            let sid = generate()?;
+            let key = self.key(&sid)?;
+            let data = None;
+            self.fallback_read = Some(FallbackRead {
+                key,
+                data,
+                ..unknown
+            });
+            return Ok(sid);
+        }
         for _ in 0..SID_ATTEMPTS {
             let sid = generate()?;
-            if !self.store.exists(&self.key(&sid)?)? {
-                return Ok(sid);
+            let key = self.key(&sid)?;
+            match self.store.exists(&key) {
+                Ok(false) => return Ok(sid),
+                Ok(true) => continue,
+                Err(err) => {
+                    let read = self.read_elsewhere(key, err)?;
+                    self.fallback_read = Some(read);
+                    return Ok(sid);
+                }
             }
         }
         bail!("Could not create an unused session id in {SID_ATTEMPTS} attempts")
     }
 
-    /// Deletes the session, and releases our lock in the same call.
+    /// Deletes the session, and releases our lock in the same call. With
+    /// `write_replicas`, fails unless that many replicas have the deletion.
     pub fn destroy(&mut self, sid: &[u8]) -> Result<()> {
-        if self.read_only {
+        if self.read_only() {
             return Err(read_only_refusal("destroy session"));
+        }
+        if self.inherited_lock() {
+            return Err(forked_refusal("destroy session"));
         }
         self.store.start_budget(false);
         let key = self.key(sid)?;
-        match self.lock.as_ref().filter(|held| held.keys.data == key) {
+        let ack = self.settings.replica_ack;
+        let (had, acked) = match self.lock.as_ref().filter(|held| held.keys.data == key) {
             Some(held) => {
-                let released = lock::destroy_and_release(&mut self.store, held)?;
+                let (released, acked) = lock::destroy_and_release(&mut self.store, held, ack)?;
                 self.lock = None;
                 if !released.ours {
                     return lock_lost();
                 }
-                // session_regenerate_id(true) destroys the old id first: the new one keeps its lifetime.
-                RequestLifetime::seen(released.lifetime, true);
-                Ok(())
+                (released.lifetime, acked)
             }
-            None => match keys::lifetime_key(&key) {
-                Ok(lifetime_key) => self.store.delete(&[&key, &lifetime_key]),
-                Err(_) => self.store.delete(&[&key]),
-            },
+            None => {
+                let lifetime_key = keys::lifetime_key(&key).ok();
+                let keys: Vec<&[u8]> = [Some(key.as_slice()), lifetime_key.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                let acked = match ack {
+                    Some(ack) => Some(self.store.delete_acked(&keys, ack)?),
+                    None => self.store.delete(&keys).map(|()| None)?,
+                };
+                (None, acked)
+            }
+        };
+        request::with(|request| request.destroyed(sid, had));
+        match (ack, acked) {
+            (Some(ack), Some(acked)) => lock::check_replicas(ack, acked),
+            _ => Ok(()),
         }
     }
 
     /// Releases a lock that no write released: session_abort(),
-    /// read_and_close, a write that failed in transit, a fatal error.
+    /// read_and_close, a write that failed in transit, a fatal error. A
+    /// lifetime asked for and not saved goes with it.
     pub fn close(&mut self) -> Result<()> {
+        request::with(Request::closed);
+        if self.inherited_lock() {
+            return Ok(());
+        }
         self.store.start_budget(false);
         match self.lock.take() {
             Some(held) => lock::release(&mut self.store, &held).map(drop),

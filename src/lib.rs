@@ -6,7 +6,8 @@
 //! `save_path` (the save_path grammar), `settings` (INI-derived settings),
 //! `keys` (data key, lock keys, hash slots), `lock` (the lock protocol and
 //! its Lua scripts), `script` (running a Lua script), `compression`
-//! (phpredis's compressed formats), `handler` (one method per session hook),
+//! (phpredis's compressed formats), `handler` (one method per session hook), `request` (what a request
+//! knows of its sessions between hooks),
 //! `store` (the storage interfaces and their cluster implementation),
 //! `config` (how to reach a cluster), `cluster` (slot map, redirects and
 //! retries), `link` (one node connection), `resp` (packing commands, parsing replies) and `stats` (the
@@ -20,6 +21,7 @@ pub mod keys;
 pub mod lifetime;
 pub mod link;
 pub mod lock;
+pub mod request;
 pub mod resp;
 pub mod save_path;
 pub mod script;

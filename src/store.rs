@@ -81,14 +81,9 @@ pub trait SessionStore {
     ) -> Result<u32>;
     /// EXPIRE; false when the key does not exist.
     fn expire(&mut self, key: &[u8], ttl: Duration) -> Result<bool>;
-    /// GET (GETEX with `refresh`) of `key` and GET of `lifetime`, the
-    /// session's lifetime key on its slot, in one round trip.
-    fn get_with_lifetime(
-        &mut self,
-        key: &[u8],
-        lifetime: &[u8],
-        refresh: Option<Duration>,
-    ) -> Result<DataAndLifetime>;
+    /// GET of `key` and of `lifetime`, the session's lifetime key on its
+    /// slot, in one round trip.
+    fn get_with_lifetime(&mut self, key: &[u8], lifetime: &[u8]) -> Result<DataAndLifetime>;
     /// SET of `key` until `expiry`, and of its `lifetime` key to `value`
     /// until the same time (deleted for `None`), in one round trip, with
     /// `WAIT` behind them when `ack` asks: how many replicas acknowledged.
@@ -107,6 +102,8 @@ pub trait SessionStore {
     fn exists(&mut self, key: &[u8]) -> Result<bool>;
     /// DEL of keys that share a slot (a session's and its lifetime's).
     fn delete(&mut self, keys: &[&[u8]]) -> Result<()>;
+    /// [`Self::delete`] with `WAIT` pipelined behind it: how many replicas acknowledged.
+    fn delete_acked(&mut self, keys: &[&[u8]], ack: ReplicaAck) -> Result<u32>;
 }
 
 /// What the lock protocol needs. All keys of one call share one slot.
@@ -504,6 +501,12 @@ fn expiry_args(expiry: Expiry) -> (&'static [u8], Decimal) {
     }
 }
 
+fn del_args<'a>(keys: &[&'a [u8]]) -> Vec<&'a [u8]> {
+    let mut args: Vec<&[u8]> = vec![b"DEL"];
+    args.extend_from_slice(keys);
+    args
+}
+
 fn set_command(key: &[u8], value: &[u8], ttl: Duration) -> Vec<u8> {
     let seconds = Decimal::from(whole_seconds(ttl));
     packed(&[b"SET", key, value, b"EX", seconds.as_bytes()])
@@ -569,14 +572,9 @@ impl SessionStore for ClusterStore {
         Ok(self.command(key, &[b"EXPIRE", key, seconds.as_bytes()])? == Reply::Int(1))
     }
 
-    fn get_with_lifetime(
-        &mut self,
-        key: &[u8],
-        lifetime: &[u8],
-        refresh: Option<Duration>,
-    ) -> Result<DataAndLifetime> {
+    fn get_with_lifetime(&mut self, key: &[u8], lifetime: &[u8]) -> Result<DataAndLifetime> {
         let mut command = Vec::with_capacity(64 + key.len() + lifetime.len());
-        pack_get(&mut command, key, refresh);
+        pack_get(&mut command, key, None);
         pack(&mut command, &[b"GET", lifetime]);
         let mut replies = self.request(key, &command, 2, Duration::ZERO)?.into_iter();
         let data = session_data(reply(replies.next())?)?;
@@ -639,9 +637,15 @@ impl SessionStore for ClusterStore {
         let Some(first) = keys.first() else {
             return Ok(());
         };
-        let mut args: Vec<&[u8]> = vec![b"DEL"];
-        args.extend_from_slice(keys);
-        self.command(first, &args).map(drop)
+        self.command(first, &del_args(keys)).map(drop)
+    }
+
+    fn delete_acked(&mut self, keys: &[&[u8]], ack: ReplicaAck) -> Result<u32> {
+        let Some(first) = keys.first() else {
+            return Ok(ack.replicas);
+        };
+        self.with_wait(first, packed(&del_args(keys)), ack)
+            .map(|(_, acked)| acked)
     }
 }
 

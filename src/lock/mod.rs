@@ -48,7 +48,8 @@ mod scripts;
 #[cfg(test)]
 pub(crate) use scripts::SCRIPTS;
 use scripts::{
-    ACQUIRE_AND_READ, DESTROY_AND_RELEASE, RELEASE, TOUCH_AND_RELEASE, WRITE_AND_RELEASE,
+    ACQUIRE_AND_READ, DESTROY_AND_RELEASE, READ_AND_RENEW, RELEASE, TOUCH_AND_RELEASE,
+    WRITE_AND_RELEASE,
 };
 
 /// How long a waiter has to take a lock handed to it before the next one may
@@ -59,14 +60,6 @@ const HAND_OVER_TIMEOUT: Duration = Duration::from_millis(1000);
 /// The shortest BLPOP: servers check blocking timeouts 10 times a second (at
 /// the default hz), so shorter ones would only return late.
 const SHORTEST_PIECE: Duration = Duration::from_millis(100);
-
-thread_local! {
-    /// Whether this thread's next acquire tries plain `SET NX` + `GET` first,
-    /// a fraction of a script's server time: yes unless its last acquire had
-    /// to wait. A busy lock costs that try one round trip, so a thread that
-    /// meets contention queues by script straight away.
-    static PLAIN_FIRST: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
-}
 
 /// A lock this process holds: its keys, the secret that proves it, and how
 /// to release it. No `Debug` outside tests: the secret must never be printed.
@@ -86,6 +79,9 @@ pub struct HeldLock {
     pub lifetime: Option<Lifetime>,
     /// The session was missing when read under this lock.
     read_nothing: bool,
+    /// The process that took it: a process forked from it must neither save
+    /// with it nor release it.
+    pid: u32,
     /// The read renewed the data's TTL (early_refresh, by the acquire script
     /// or a hand-over): an unchanged session needs no touch.
     pub renewed: bool,
@@ -139,6 +135,11 @@ impl HeldLock {
                 &[secret, data, ttl.as_bytes(), &lifetime],
             ),
         }
+    }
+
+    /// Held by the process this one was forked from.
+    pub fn inherited(&self) -> bool {
+        self.pid != std::process::id()
     }
 
     /// Remembers who wrote last when the data was read under this lock.
@@ -271,6 +272,7 @@ impl Acquisition {
                 fence: None,
                 lifetime: None,
                 read_nothing: false,
+                pid: std::process::id(),
                 renewed: false,
             },
             refresh_s: refresh.map_or(0, whole_seconds).to_string(),
@@ -453,16 +455,20 @@ impl Acquisition {
 /// queue. Between pieces it looks for a lock that came free without a
 /// hand-over (a holder that died, DELEX, an older release of this extension)
 /// and for a hand-over that died on the way. Also returns how long it waited
-/// (zero when the lock was free).
+/// (zero when the lock was free). With `plain_first` it tries plain `SET NX`
+/// + `GET` first, a fraction of a script's server time; a busy lock costs
+/// that try one round trip, so a worker that met contention last time
+/// queues by script straight away.
 pub fn acquire_and_read(
     store: &mut impl LockStore,
     keys: LockKeys,
     lock: &LockSettings,
     refresh: Option<Duration>,
+    plain_first: bool,
 ) -> Result<(Acquired, Duration)> {
     let started = Instant::now();
     let mut acquisition = Acquisition::new(keys, lock, refresh)?;
-    if PLAIN_FIRST.get() {
+    if plain_first {
         match acquisition.lock_and_read(store, lock.ttl) {
             Ok(Some(data)) => {
                 stats::lock_attempt(true, Duration::ZERO);
@@ -508,7 +514,6 @@ pub fn acquire_and_read(
             break Acquired::Locked(acquisition.into_held(), data);
         }
     };
-    PLAIN_FIRST.set(!waited);
     let waited = if waited {
         started.elapsed()
     } else {
@@ -650,14 +655,37 @@ pub fn check_replicas(ack: ReplicaAck, acked: u32) -> Result<()> {
 }
 
 /// Deletes the data and its lifetime and releases the lock in one call; not
-/// `ours` if the lock was no longer ours (then nothing was deleted).
-pub fn destroy_and_release(store: &mut impl LockStore, held: &HeldLock) -> Result<Released> {
+/// `ours` if the lock was no longer ours (then nothing was deleted). With
+/// `ack`, also how many replicas had the deletion, as for a write.
+pub fn destroy_and_release(
+    store: &mut impl LockStore,
+    held: &HeldLock,
+    ack: Option<ReplicaAck>,
+) -> Result<(Released, Option<u32>)> {
     let args: [&[u8]; 2] = [held.secret.as_bytes(), held.lock_ms.as_bytes()];
-    let (released, _) = run_release(store, &DESTROY_AND_RELEASE, held, &args, None)?;
+    let (released, acked) = run_release(store, &DESTROY_AND_RELEASE, held, &args, ack)?;
     if released.ours {
         stats::released(ReleaseCommand::Eval);
     }
-    Ok(released)
+    Ok((released, acked))
+}
+
+/// Without a lock, with early_refresh: the data and its lifetime key's value,
+/// both renewed by the session's own lifetime (`ttl` without one), in one
+/// call: GETEX alone would cut a longer lifetime down to `ttl`.
+pub fn read_and_renew(
+    store: &mut impl LockStore,
+    key: &[u8],
+    lifetime_key: &[u8],
+    ttl: Duration,
+) -> Result<(Option<Vec<u8>>, Option<Vec<u8>>)> {
+    let seconds = whole_seconds(ttl).to_string();
+    let reply = store.eval(&READ_AND_RENEW, &[key, lifetime_key], &[seconds.as_bytes()])?;
+    let Reply::Array(items) = reply else {
+        bail!("unexpected {} reply to the read script", reply.kind());
+    };
+    let mut items = items.into_iter();
+    Ok((optional_bytes(items.next())?, optional_bytes(items.next())?))
 }
 
 /// Releases the lock, handing it on to the longest waiter. DELEX or DELIFEQ,
@@ -859,7 +887,7 @@ mod tests {
 
     fn acquire(store: &mut AlwaysBusy, lock: &LockSettings) -> Acquired {
         let keys = LockKeys::new(b"k").unwrap();
-        acquire_and_read(store, keys, lock, None).unwrap().0
+        acquire_and_read(store, keys, lock, None, true).unwrap().0
     }
 
     #[test]
@@ -1264,7 +1292,7 @@ mod cluster_tests {
             ..lock_settings(Duration::from_secs(30))
         };
         let acquire = |store: &mut ClusterStore| {
-            acquire_and_read(store, keys.clone(), &settings, None)
+            acquire_and_read(store, keys.clone(), &settings, None, true)
                 .unwrap()
                 .0
         };
@@ -1360,7 +1388,7 @@ mod cluster_tests {
         // A destroy takes it with the data, and says what it was.
         request(&mut store, Save::Write, Change::Set(week));
         let held = lock(&mut store, &keys, Duration::from_secs(30));
-        let destroyed = destroy_and_release(&mut store, &held).unwrap();
+        let (destroyed, _) = destroy_and_release(&mut store, &held, None).unwrap();
         assert_eq!(
             destroyed,
             Released {
@@ -1388,6 +1416,7 @@ mod cluster_tests {
             keys.clone(),
             &settings,
             Some(Duration::from_secs(90)),
+            true,
         )
         .unwrap();
         let Acquired::Locked(held, data) = acquired else {
@@ -1450,7 +1479,7 @@ mod cluster_tests {
             ..lock_settings(Duration::from_secs(5))
         };
         let (outcome, waited) =
-            acquire_and_read(&mut store, keys.clone(), &settings, None).unwrap();
+            acquire_and_read(&mut store, keys.clone(), &settings, None, true).unwrap();
         assert!(matches!(outcome, Acquired::Busy(None)));
         assert!(waited >= Duration::from_millis(50), "{waited:?}");
         for key in [&keys.queue(), &keys.waiters()] {
@@ -1467,18 +1496,18 @@ mod cluster_tests {
         let mut store = store();
         let keys = keys("destroy");
         let first = lock(&mut store, &keys, Duration::from_secs(30));
-        destroy_and_release(&mut store, &first).unwrap();
+        destroy_and_release(&mut store, &first, None).unwrap();
         let second = lock(&mut store, &keys, Duration::from_secs(30));
         store
             .set(&keys.data, b"fresh", Duration::from_secs(60))
             .unwrap();
         // The first destroy's reply was lost; its repeat comes now.
-        destroy_and_release(&mut store, &first).unwrap();
+        destroy_and_release(&mut store, &first, None).unwrap();
         assert_eq!(
             store.get(&keys.data, None).unwrap(),
             Some(b"fresh".to_vec())
         );
-        destroy_and_release(&mut store, &second).unwrap();
+        destroy_and_release(&mut store, &second, None).unwrap();
         assert_eq!(store.get(&keys.data, None).unwrap(), None);
         clean(&mut store, &keys);
     }

@@ -43,4 +43,9 @@ unsafe extern "C" {
     pub fn rediscluster_session_save_path_slot() -> *mut *mut c_char;
     /// From `session_globals.c`: whether a session is active and `module` serves it.
     pub fn rediscluster_session_active_with(module: *const ps_module) -> c_int;
+    /// From `session_globals.c`: puts a wrapper around `session_regenerate_id()`
+    /// that tells `rediscluster_session_regenerating()` when it runs; 0 if not found.
+    pub fn rediscluster_session_wrap_regenerate_id() -> c_int;
+    /// Gives `session_regenerate_id()` its own handler back.
+    pub fn rediscluster_session_unwrap_regenerate_id();
 }

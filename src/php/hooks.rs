@@ -138,7 +138,7 @@ pub unsafe extern "C" fn open(
             .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy())
             .unwrap_or_default();
         metrics::log_if_loaded_after_fork();
-        crate::handler::clear_read_only();
+        crate::request::with(|request| request.set_read_only(false));
         let mut handler = Handler::open(&save_path, &PhpIni)?;
         stats::request();
         queue_messages(&mut handler);

@@ -19,7 +19,7 @@ pub fn rediscluster_session_set_lifetime(seconds: i64, sliding: bool) -> bool {
         if unsafe { rediscluster_session_active_with(session_module()) } == 0 {
             anyhow::bail!("no active session of the rediscluster save handler");
         }
-        crate::handler::set_lifetime(seconds, sliding)
+        crate::request::set_lifetime(seconds, sliding)
     })
     .unwrap_or_else(|_| {
         Err(anyhow::anyhow!(

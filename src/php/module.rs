@@ -1,6 +1,6 @@
 //! The PHP module: its entry point, dependencies, startup, shutdown and phpinfo().
 
-use std::ffi::{CStr, CString, c_char};
+use std::ffi::{CStr, CString, c_char, c_int};
 use std::ptr::{null, null_mut};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
@@ -15,6 +15,7 @@ use ext_php_rs::zend::{ModuleEntry, StaticModuleEntry};
 
 use super::abi::{
     _php_find_ps_module, FAILURE, SUCCESS, StaticPsModule, php_session_register_module, ps_module,
+    rediscluster_session_unwrap_regenerate_id, rediscluster_session_wrap_regenerate_id,
     zend_unregister_ini_entries,
 };
 use super::hooks;
@@ -90,7 +91,7 @@ pub extern "C" fn get_module() -> *mut ModuleEntry {
                 ModuleBuilder::new("rediscluster_session", env!("CARGO_PKG_VERSION"))
                     .startup_function(minit)
                     .shutdown_function(mshutdown)
-                    .request_shutdown_function(rshutdown)
+                    .post_deactivate_function(post_deactivate)
                     .info_function(info)
                     .function(stats::function())
                     .function(lock_info::function())
@@ -118,19 +119,36 @@ unsafe extern "C" fn minit(_type: i32, module_number: i32) -> i32 {
             );
         }
         take_over_phpredis_handler();
+        // SAFETY: MINIT, before any request: the function table is not in use.
+        if unsafe { rediscluster_session_wrap_regenerate_id() } == 0 {
+            php_error(
+                &ErrorType::CoreWarning,
+                "rediscluster_session: session_regenerate_id() not found; a new id will not keep its session's lifetime",
+            );
+        }
         secrets::mask_in_phpinfo();
         // SAFETY: a 'static module that PHP may keep for the life of the process.
         unsafe { php_session_register_module(&SESSION_MODULE.0) }
     })
 }
 
-/// A request's end: the next one has not opened a session yet.
-unsafe extern "C" fn rshutdown(_type: i32, _module_number: i32) -> i32 {
+/// A request's end, after every module's RSHUTDOWN: the session module's
+/// final write (at its RSHUTDOWN, which PHP runs after ours) has used the
+/// request's state, and the next request starts afresh.
+unsafe extern "C" fn post_deactivate() -> i32 {
     no_unwind(FAILURE, || {
-        crate::handler::clear_read_only();
-        crate::handler::clear_lifetime();
+        crate::request::with(crate::request::Request::ended);
         SUCCESS
     })
+}
+
+/// `session_regenerate_id()` starts (1) or returns (0), from the wrapper
+/// `session_globals.c` puts around it: its new id takes the old one's lifetime.
+#[unsafe(no_mangle)]
+pub extern "C" fn rediscluster_session_regenerating(running: c_int) {
+    no_unwind((), || {
+        crate::request::with(|request| request.regenerating(running != 0));
+    });
 }
 
 unsafe extern "C" fn mshutdown(_type: i32, module_number: i32) -> i32 {
@@ -142,6 +160,8 @@ unsafe extern "C" fn mshutdown(_type: i32, module_number: i32) -> i32 {
         secrets::unmask_in_phpinfo();
         ini::forget_entries();
         restore_phpredis_handler();
+        // SAFETY: MSHUTDOWN, after every request.
+        unsafe { rediscluster_session_unwrap_regenerate_id() };
         SUCCESS
     })
 }

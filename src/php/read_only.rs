@@ -7,7 +7,7 @@ use ext_php_rs::prelude::*;
 
 #[php_function]
 pub fn rediscluster_session_read_only() -> bool {
-    crate::handler::session_read_only()
+    crate::request::with(|request| request.read_only())
 }
 
 /// The function for the module builder (the macro's wrapper is private here).

@@ -16,3 +16,46 @@ int rediscluster_session_active_with(const ps_module *module)
 {
 	return PS(session_status) == php_session_active && PS(mod) == module;
 }
+
+/* session_regenerate_id() runs between these two calls: the hooks PHP calls
+ * in between (destroy or write, close, open, create_sid, read) are the only
+ * ones that move a session's lifetime from one id to another. Nothing else
+ * tells them apart from session_destroy() followed by session_start(). */
+void rediscluster_session_regenerating(int running);
+
+static zif_handler regenerate_id_handler;
+
+static ZEND_NAMED_FUNCTION(rediscluster_session_regenerate_id)
+{
+	rediscluster_session_regenerating(1);
+	regenerate_id_handler(INTERNAL_FUNCTION_PARAM_PASSTHRU);
+	rediscluster_session_regenerating(0);
+}
+
+static zend_function *regenerate_id_function(void)
+{
+	return zend_hash_str_find_ptr(CG(function_table), "session_regenerate_id",
+		sizeof("session_regenerate_id") - 1);
+}
+
+int rediscluster_session_wrap_regenerate_id(void)
+{
+	zend_function *function = regenerate_id_function();
+	if (!function || function->type != ZEND_INTERNAL_FUNCTION) {
+		return 0;
+	}
+	if (function->internal_function.handler != rediscluster_session_regenerate_id) {
+		regenerate_id_handler = function->internal_function.handler;
+		function->internal_function.handler = rediscluster_session_regenerate_id;
+	}
+	return 1;
+}
+
+void rediscluster_session_unwrap_regenerate_id(void)
+{
+	zend_function *function = regenerate_id_function();
+	if (function && function->type == ZEND_INTERNAL_FUNCTION
+		&& function->internal_function.handler == rediscluster_session_regenerate_id) {
+		function->internal_function.handler = regenerate_id_handler;
+	}
+}
