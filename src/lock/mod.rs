@@ -940,13 +940,17 @@ mod tests {
     }
 
     #[test]
-    fn a_thread_that_met_contention_queues_by_script_first() {
+    fn a_caller_that_met_contention_queues_by_script_first() {
         let lock = settings(Some(1), false, Duration::from_millis(1));
         let mut store = busy(Duration::ZERO);
-        assert!(matches!(acquire(&mut store, &lock), Acquired::Busy(None)));
+        let keys = LockKeys::new(b"k").unwrap();
+        let (outcome, waited) =
+            acquire_and_read(&mut store, keys.clone(), &lock, None, true).unwrap();
+        assert!(matches!(outcome, Acquired::Busy(None)));
         assert_eq!(store.plain_tries, 1);
-        assert!(matches!(acquire(&mut store, &lock), Acquired::Busy(None)));
-        assert_eq!(store.plain_tries, 1, "no plain try after a wait");
+        assert!(!waited.is_zero(), "it says it waited");
+        acquire_and_read(&mut store, keys, &lock, None, false).unwrap();
+        assert_eq!(store.plain_tries, 1, "no plain try when told so");
     }
 
     #[test]
