@@ -26,6 +26,10 @@ $range_a = $owner($a);
 do {
     $b = 'failB' . bin2hex(random_bytes(4));
 } while ($owner($b)[2] == $range_a[2]);
+// An id nobody used, on A's primary.
+do {
+    $unknown = 'failU' . bin2hex(random_bytes(4));
+} while ($owner($unknown)[2] != $range_a[2]);
 $primary = "{$range_a[2][0]}:{$range_a[2][1]}";
 $replica = "{$range_a[3][0]}:{$range_a[3][1]}";
 $other = "{$owner($b)[2][0]}:{$owner($b)[2][1]}";
@@ -53,13 +57,18 @@ $worker = function (string $failover, array $ini = []) {
             ini_set("redis.session.locking_enabled", $mode === "unlocked" ? "0" : "1");
             ini_set("session.use_strict_mode", $mode === "strict" ? "1" : "0");
             $warnings = [];
-            session_id($sid);
+            // "-": a new visitor, no id.
+            session_id($sid === "-" ? "" : $sid);
             $t = microtime(true);
             $started = session_start();
             $elapsed = microtime(true) - $t;
             // timeout + read_timeout, + 0.3 s for a loaded machine (as 053).
             $out = ["started" => $started, "within the budget" => $elapsed < 2.3 ? true : round($elapsed, 2)];
-            if ($started) {
+            if ($started && $action === "start") {
+                // Its new id lies on any primary: only the start is told.
+                session_abort();
+                $warnings = [];
+            } elseif ($started) {
                 $out += ["read only" => rediscluster_session_read_only(), "n" => $_SESSION["n"] ?? null];
                 $_SESSION["n"] = ($_SESSION["n"] ?? 0) + 1;
                 $out["done"] = match ($action) {
@@ -93,6 +102,8 @@ $cluster_node('pause-node', $primary);
 $ask($error, "$a locked");
 $ask($error, "$a unlocked");
 $ask($error, "$a strict");
+$ask($error, "$unknown strict");
+$ask($error, "- strict start");
 $ask($error, "$a locked regenerate");
 $ask($error, "$a locked destroy");
 $ask($none, "$a locked");
@@ -185,6 +196,11 @@ primary frozen (SIGSTOP):
     warning: Session sha256:%x is read only: its primary could not serve it (no answer in time), so it was read from a replica (failover=error)
     warning: Unable to write session: the session is read only (its primary could not serve it at session_start(), failover=error)
     warning: Failed to write session data%s
+  %s strict: {"started":true,"within the budget":true,"read only":true,"n":null,"done":true}
+    warning: Session sha256:%x is read only: its primary could not serve it (no answer in time), so it was read from a replica (failover=error)
+    warning: Unable to write session: the session is read only (its primary could not serve it at session_start(), failover=error)
+    warning: Failed to write session data%s
+  - strict start: {"started":true,"within the budget":true}
   %s locked regenerate: {"started":true,"within the budget":true,"read only":true,"n":1,"done":false}
     warning: Session sha256:%x is read only: its primary could not serve it (no answer in time), so it was read from a replica (failover=error)
     warning: Unable to write session: the session is read only (its primary could not serve it at session_start(), failover=error)

@@ -414,7 +414,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
                     let acked = self
                         .store
                         .set_acked(&key, data, self.settings.session_ttl, ack)?;
-                    lock::check_replicas(ack, acked)
+                    lock::check_replicas(lock::STORED, ack, acked)
                 }
                 None => self.store.set(&key, data, self.settings.session_ttl),
             },
@@ -455,7 +455,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         )?;
         request::with(|request| request.saved(sid, lifetime));
         match (ack, acked) {
-            (Some(ack), Some(acked)) => lock::check_replicas(ack, acked),
+            (Some(ack), Some(acked)) => lock::check_replicas(lock::STORED, ack, acked),
             _ => Ok(()),
         }
     }
@@ -641,7 +641,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         };
         request::with(|request| request.destroyed(sid, had));
         match (ack, acked) {
-            (Some(ack), Some(acked)) => lock::check_replicas(ack, acked),
+            (Some(ack), Some(acked)) => lock::check_replicas(lock::DESTROYED, ack, acked),
             _ => Ok(()),
         }
     }

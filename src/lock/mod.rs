@@ -636,17 +636,23 @@ pub fn save_and_release(
     if released.ours {
         stats::released(ReleaseCommand::Eval);
         if let (Some(ack), Some(acked)) = (ack, acked) {
-            check_replicas(ack, acked)?;
+            check_replicas(STORED, ack, acked)?;
         }
     }
     Ok(released)
 }
 
-/// An error unless at least `ack.replicas` replicas acknowledged the write.
-pub fn check_replicas(ack: ReplicaAck, acked: u32) -> Result<()> {
+/// What a write left on the primary, for [`check_replicas`].
+pub const STORED: &str = "Session data stored";
+/// What a destroy did, for [`check_replicas`].
+pub const DESTROYED: &str = "Session destroyed";
+
+/// An error unless at least `ack.replicas` replicas acknowledged what was
+/// `done` (see [`STORED`], [`DESTROYED`]).
+pub fn check_replicas(done: &str, ack: ReplicaAck, acked: u32) -> Result<()> {
     if acked < ack.replicas {
         bail!(
-            "Session data stored on the primary, but only {acked} of {} replicas had it within {} ms (rediscluster_session.write_replicas)",
+            "{done} on the primary, but only {acked} of {} replicas had it within {} ms (rediscluster_session.write_replicas)",
             ack.replicas,
             ack.timeout.as_millis()
         );

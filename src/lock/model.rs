@@ -113,6 +113,9 @@ pub struct LockModel {
     pub lifetimes: bool,
     pub refresh: bool,
     pub foreign_destroys: u8,
+    /// `pcntl_fork()` while holding the lock: the child shares the
+    /// acquisition, and makes no call with it (the handler's rule).
+    pub forks: u8,
     pub tick_ms: i64,
     /// The clock stops here: every run is finite.
     pub max_ticks: u32,
@@ -172,6 +175,11 @@ struct Client {
     lock_until: Option<i64>,
     /// The order it queued in (the model's count), while queued.
     queued_as: Option<u32>,
+    /// The number of the write or destroy it applied last (see
+    /// [`State::applied`]).
+    applied_as: u32,
+    /// A child forked while its parent held the lock.
+    forked: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -195,6 +203,12 @@ pub struct State {
     acked: Vec<(u8, u64)>,
     /// Acknowledged writes a failover rolled back (allowed without `write_replicas`).
     acked_rolled_back: u8,
+    /// Writes and destroys applied on the primary, how many of them the
+    /// replica has, and how many the last acknowledged one was.
+    applied: u32,
+    replicated: u32,
+    acknowledged: u32,
+    forks: u8,
     /// Since when a live waiter waits for a lock nobody live holds, and by
     /// when that must end: (lock owner then, deadline in client ms).
     stall: Option<(Option<Vec<u8>>, i64)>,
@@ -234,6 +248,8 @@ pub enum Action {
     Replicate,
     /// The replica is promoted, its clock this many ms off.
     Failover(i64),
+    /// The holder forks: a child process shares its acquisition.
+    Fork(u8),
 }
 
 fn keys() -> LockKeys {
@@ -533,9 +549,14 @@ impl LockModel {
                     if op == Op::Write {
                         state.data_expired = false;
                     }
+                    if op != Op::Touch {
+                        state.applied += 1;
+                        client.applied_as = state.applied;
+                    }
                     // With write_replicas the WAIT behind the script holds the reply until a replica has it.
-                    if op == Op::Write && self.write_replicas {
+                    if op != Op::Touch && self.write_replicas {
                         state.replica = state.primary.clone();
+                        state.replicated = state.applied;
                     }
                 }
                 if delivered(&mut client, lost) {
@@ -561,6 +582,9 @@ impl LockModel {
                     }
                     if acknowledged && op == Op::Write {
                         state.acked.push((c as u8, client.read.unwrap() + 1));
+                    }
+                    if acknowledged && op != Op::Touch {
+                        state.acknowledged = state.acknowledged.max(client.applied_as);
                     }
                     self.finish(&mut client);
                 }
@@ -730,7 +754,7 @@ impl LockModel {
             let owner = state.lock_owner();
             for (c, client) in state.clients.iter().enumerate() {
                 // (A client saving may have released already, its reply lost.)
-                let holding = client.phase == Phase::Holding;
+                let holding = client.phase == Phase::Holding && !client.forked;
                 let mine = client
                     .acquisition
                     .as_ref()
@@ -804,29 +828,36 @@ impl Model for LockModel {
             now_ms: 1_000_000,
             ..Server::default()
         };
+        let client = Client {
+            phase: Phase::Idle,
+            acquisition: None,
+            started: 0,
+            plain_first: true,
+            deadline: None,
+            waited: false,
+            read: None,
+            read_missing: false,
+            falls_back: false,
+            retried: false,
+            applied_under_lock: false,
+            lock_until: None,
+            queued_as: None,
+            applied_as: 0,
+            forked: false,
+        };
+        let mut clients = vec![client.clone(); self.acquisitions.len()];
+        // Room for the children forks make: none yet.
+        let unborn = Client {
+            phase: Phase::Dead,
+            ..client
+        };
+        clients.extend(std::iter::repeat_n(unborn, usize::from(self.forks)));
         vec![State {
             primary: server.clone(),
             replica: server,
             ticks: 0,
             skew: 0,
-            clients: vec![
-                Client {
-                    phase: Phase::Idle,
-                    acquisition: None,
-                    started: 0,
-                    plain_first: true,
-                    deadline: None,
-                    waited: false,
-                    read: None,
-                    read_missing: false,
-                    falls_back: false,
-                    retried: false,
-                    applied_under_lock: false,
-                    lock_until: None,
-                    queued_as: None,
-                };
-                self.acquisitions.len()
-            ],
+            clients,
             crashes: 0,
             lost: 0,
             failovers: 0,
@@ -835,6 +866,10 @@ impl Model for LockModel {
             queued_count: 0,
             acked: Vec::new(),
             acked_rolled_back: 0,
+            applied: 0,
+            replicated: 0,
+            acknowledged: 0,
+            forks: 0,
             stall: None,
             violation: None,
         }]
@@ -850,7 +885,7 @@ impl Model for LockModel {
             let c8 = c as u8;
             match &client.phase {
                 Phase::Dead => continue,
-                Phase::Idle if client.started == self.acquisitions[c] => continue,
+                Phase::Idle if self.acquisitions.get(c).is_none_or(|&n| client.started == n) => continue,
                 Phase::Idle => actions.push(Action::Step(c8)),
                 // What to do, and when, is the holder's choice.
                 Phase::Holding => {
@@ -862,6 +897,9 @@ impl Model for LockModel {
                             _ => &[Pick::Keep],
                         };
                         actions.extend(picks.iter().map(|&pick| Action::Save(c8, op, pick)));
+                    }
+                    if state.forks < self.forks && !client.forked {
+                        actions.push(Action::Fork(c8));
                     }
                 }
                 // A read-only request closes when it likes; it never saves.
@@ -929,6 +967,10 @@ impl Model for LockModel {
                 }
                 state.replica.expire_keys();
             }
+            // A forked child lets go of its parent's lock without a call, and exits.
+            Action::Save(c, _, _) if state.clients[usize::from(c)].forked => {
+                state.clients[usize::from(c)].phase = Phase::Dead;
+            }
             Action::Save(c, op, pick) => {
                 state.clients[usize::from(c)].phase = match (op, self.lock.release) {
                     (Op::Release, ReleaseCommand::Eval) => Phase::ReleaseScript(op),
@@ -960,7 +1002,18 @@ impl Model for LockModel {
                 let client = &mut state.clients[usize::from(c)];
                 client.phase = Phase::Dead;
             }
-            Action::Replicate => state.replica = state.primary.clone(),
+            Action::Replicate => {
+                state.replica = state.primary.clone();
+                state.replicated = state.applied;
+            }
+            Action::Fork(c) => {
+                let child = self.acquisitions.len() + usize::from(state.forks);
+                state.clients[child] = Client {
+                    forked: true,
+                    ..state.clients[usize::from(c)].clone()
+                };
+                state.forks += 1;
+            }
             Action::Failover(skew) => {
                 state.failovers += 1;
                 let mut promoted = state.replica.clone();
@@ -982,6 +1035,13 @@ impl Model for LockModel {
                     );
                 }
                 state.acked_rolled_back += lost as u8;
+                if self.write_replicas && state.acknowledged > state.replicated {
+                    state.fail(
+                        Invariant::Failover,
+                        "failover: an acknowledged destroy rolled back".into(),
+                    );
+                }
+                state.applied = state.replicated;
             }
         }
         self.check(&mut state);
@@ -1155,6 +1215,7 @@ mod tests {
             lifetimes: false,
             refresh: false,
             foreign_destroys: 0,
+            forks: 0,
             tick_ms: 1000,
             max_ticks,
         }
@@ -1295,6 +1356,21 @@ mod tests {
         );
     }
 
+    /// A holder forks (`pcntl_fork()`): its child's saves make no call, so
+    /// the parent's write or destroy still goes through and nothing the
+    /// child does is acknowledged to the parent.
+    #[test]
+    #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
+    fn a_holder_forks() {
+        let model = LockModel {
+            ops: vec![Op::Write, Op::Destroy, Op::Release],
+            forks: 1,
+            lost_replies: 1,
+            ..model(vec![1, 1], 2000, 4)
+        };
+        holds("2 clients, 1 fork, 1 crash, 1 lost reply", model);
+    }
+
     /// A failover to a replica with any prefix of the primary's history,
     /// its clock a second ahead or behind; acknowledged writes rolled back
     /// are counted without write_replicas and forbidden with it.
@@ -1302,7 +1378,7 @@ mod tests {
     #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
     fn a_failover() {
         for write_replicas in [false, true] {
-            let model = LockModel {
+            let writes = LockModel {
                 failovers: 1,
                 crashes: 0,
                 write_replicas,
@@ -1310,7 +1386,20 @@ mod tests {
             };
             holds(
                 &format!("3 clients, 1 failover, write_replicas={write_replicas}"),
-                model,
+                writes,
+            );
+            let destroys = LockModel {
+                ops: vec![Op::Write, Op::Destroy],
+                failovers: 1,
+                crashes: 0,
+                write_replicas,
+                ..model(vec![2, 1], 3000, 5)
+            };
+            holds(
+                &format!(
+                    "2 clients, 2+1 acquisitions, writes and destroys, 1 failover, write_replicas={write_replicas}"
+                ),
+                destroys,
             );
         }
     }
