@@ -148,7 +148,7 @@ impl LockKeys {
     }
 
     /// `<lock>_DONE`: the secret of the last holder whose write or destroy
-    /// landed, for the lock's TTL: a repeat after a lost reply checks it.
+    /// landed, for the lock's TTL: the next holder's fence.
     pub fn done(&self) -> &[u8] {
         self.derived(2)
     }
@@ -163,6 +163,12 @@ impl LockKeys {
     /// lock and the data when it hands over; the waiter behind it blocks there.
     pub fn next(&self, secret: &str) -> Vec<u8> {
         [&self.lock[..], b"_NEXT_", secret.as_bytes()].concat()
+    }
+
+    /// `<lock>_DONE_<secret>`: the holder with this secret saved, for the
+    /// lock's TTL: a repeat after a lost reply checks it.
+    pub fn proof(&self, secret: &str) -> Vec<u8> {
+        [&self.lock[..], b"_DONE_", secret.as_bytes()].concat()
     }
 }
 

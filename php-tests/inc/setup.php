@@ -188,11 +188,11 @@ function rcs_lock_key(string $sid): string {
 }
 
 /**
- * The lock keys of $sid still there, less `_DONE`: a write's proof that it
+ * The lock keys of $sid still there, less `_DONE` and `_DONE_<secret>`: a write's fence and proof that it
  * landed, which lives for the lock's TTL by design.
  */
 function rcs_lock_keys_left(string $sid): array {
-    return array_values(array_filter(rcs_keys(rcs_lock_key($sid) . '*'), fn($key) => !str_ends_with($key, '_DONE')));
+    return array_values(array_filter(rcs_keys(rcs_lock_key($sid) . '*'), fn($key) => !preg_match('/_DONE(_[0-9a-f]+)?$/', $key)));
 }
 
 /** Whether every node says the cluster is ok and every replica's link to its primary is up. */
@@ -210,8 +210,13 @@ function rcs_cluster_settled(): bool {
     return true;
 }
 
-/** Polls $condition every 10 ms for up to $seconds; returns whether it held. */
-function rcs_wait_until(callable $condition, float $seconds = 5.0): bool {
+/**
+ * Polls $condition every 10 ms for up to $seconds; returns whether it held.
+ * For what another process does on its own schedule (a lock taken, a waiter
+ * queued, a log line copied): the bound only costs time when it never comes,
+ * so it is generous for two shared, busy cores.
+ */
+function rcs_wait_until(callable $condition, float $seconds = 10.0): bool {
     $deadline = microtime(true) + $seconds;
     do {
         if ($condition()) return true;
@@ -220,9 +225,28 @@ function rcs_wait_until(callable $condition, float $seconds = 5.0): bool {
     return false;
 }
 
-/** Child code that opens session $sid, holds it for $hold seconds, sets $value and writes. */
-function rcs_holder_code(string $sid, float $hold, string $value = 'holder'): string {
-    $us = (int)($hold * 1e6);
-    return "session_id('$sid'); var_dump(session_start()); usleep($us);"
+/**
+ * Child code that opens session $sid, holds it, sets $value and writes. It
+ * holds for $hold seconds, or, given a file of rcs_go_file(), until the parent
+ * creates it: a hold that must outlast the parent's next steps cannot be a
+ * time, which a loaded machine overruns.
+ */
+function rcs_holder_code(string $sid, float|string $hold, string $value = 'holder'): string {
+    return "session_id('$sid'); var_dump(session_start()); " . rcs_hold_code($hold)
         . " \$_SESSION['v'] = '$value'; var_dump(session_write_close());";
+}
+
+/** Child code that waits $hold seconds, or until the file $hold exists (60 s at most: no child outlives a failed test for long). */
+function rcs_hold_code(float|string $hold): string {
+    if (is_string($hold)) {
+        return '$rcs_until = microtime(true) + 60; while (!file_exists(' . var_export($hold, true) . ') && microtime(true) < $rcs_until) usleep(5000);';
+    }
+    return 'usleep(' . (int)($hold * 1e6) . ');';
+}
+
+/** A path, not yet there, for a child of rcs_hold_code() to wait for: touch() it to let the child go on. Removed at exit. */
+function rcs_go_file(): string {
+    $file = sys_get_temp_dir() . '/rcs-go-' . getmypid() . '-' . bin2hex(random_bytes(6));
+    register_shutdown_function(fn() => @unlink($file));
+    return $file;
 }

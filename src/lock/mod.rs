@@ -23,7 +23,8 @@
 //!
 //! Every call is safe to repeat after a lost reply or a cluster redirect:
 //! each acquisition has a fresh random secret that the scripts recognise, and
-//! a write or destroy leaves it in `<lock>_DONE` as proof that it landed.
+//! a write or destroy leaves it in `<lock>_DONE_<secret>` as proof that it
+//! landed (and in `<lock>_DONE`, the next holder's fence).
 //! The scripts are in `scripts.rs`; `model.rs` checks them and these client
 //! steps exhaustively (see there for the invariants).
 //! A script stops halfway only on a server fault (OOM, a node dying); what
@@ -92,7 +93,7 @@ impl HeldLock {
     /// session's keys, and the list named after this holder's secret, where
     /// its hand-over goes.
     fn with_release_keys<R>(&self, call: impl FnOnce(&[&[u8]]) -> R) -> R {
-        let next = self.keys.next(&self.secret);
+        let (next, proof) = (self.keys.next(&self.secret), self.keys.proof(&self.secret));
         call(&[
             &self.keys.data,
             &self.keys.lock,
@@ -101,6 +102,7 @@ impl HeldLock {
             &next,
             self.keys.done(),
             self.keys.lifetime(),
+            &proof,
         ])
     }
 
@@ -132,7 +134,13 @@ impl HeldLock {
             }
             Save::Touch => call(
                 &TOUCH_AND_RELEASE,
-                &[secret, data, ttl.as_bytes(), &lifetime],
+                &[
+                    secret,
+                    data,
+                    ttl.as_bytes(),
+                    &lifetime,
+                    self.lock_ms.as_bytes(),
+                ],
             ),
         }
     }

@@ -138,12 +138,12 @@ redis.call('HDEL', waiters, secret)
     };
 }
 
-/// The keys every release script declares (`done` and `life` as
+/// The keys every release script declares (`done`, `life` and `proof` as
 /// [`LockKeys`]), and its secret.
 macro_rules! release_keys_lua {
     () => {
         r"local data_key, lock, queue, waiters, next = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local done, life, secret = KEYS[6], KEYS[7], ARGV[1]
+local done, life, proof, secret = KEYS[6], KEYS[7], KEYS[8], ARGV[1]
 "
     };
 }
@@ -241,14 +241,16 @@ local handed_by = string.match(redis.call('HGET', waiters, owner) or '', '^hande
 return {0, data, owner, ahead, handed_by or false}",
 ));
 
-/// KEYS: data, lock, queue, waiters, next, done, lifetime. ARGV: secret,
-/// data, data TTL s, lock TTL ms, fence, the request's new lifetime (''
-/// keeps the stored one, '-' drops it). Stores (for the session's lifetime)
-/// and releases only while the lock holds the secret: 1 if it did ({1, the
-/// lifetime} when it stored one), 0 if the lock was lost. The store leaves the
-/// secret in `done` for the lock's TTL, so that a repeat after a lost reply,
-/// which finds the lock gone or handed on, knows that its own write landed
-/// (equal bytes would not tell it from another holder's). The fence is what
+/// KEYS: data, lock, queue, waiters, next, done, lifetime, proof. ARGV:
+/// secret, data, data TTL s, lock TTL ms, fence, the request's new lifetime
+/// ('' keeps the stored one, '-' drops it). Stores (for the session's
+/// lifetime) and releases only while the lock holds the secret: 1 if it did
+/// ({1, the lifetime} when it stored one), 0 if the lock was lost. The store
+/// leaves the secret in `done` (the next holder's fence) and sets `proof`,
+/// named after the secret, both for the lock's TTL, so that a repeat after
+/// a lost reply, which finds the lock gone or handed on (and `done` perhaps
+/// overwritten by the next holder), knows that its own write landed (equal
+/// bytes would not tell it from another holder's). The fence is what
 /// `done` held when the data was read ('' for nothing): if another write came
 /// since (a failover can hand a lock back to a holder whose take it undid),
 /// nothing is stored and the lock is released anyway. A fence of '?' (not
@@ -257,7 +259,7 @@ pub(crate) static WRITE_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
     r"local data, default_s, lock_ms, fence, life_arg = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 if redis.call('GET', lock) ~= secret then
-  if redis.call('GET', done) == secret then
+  if redis.call('EXISTS', proof) == 1 then
     local kept = redis.call('GET', life)
     return kept and {1, kept} or 1
   end
@@ -274,6 +276,7 @@ local exists = true
     keep_lifetime_lua!(),
     r"applied_life = life_value
 redis.call('SET', done, secret, 'PX', lock_ms)
+redis.call('SET', proof, 1, 'PX', lock_ms)
 end
 ",
     hand_over_lua!(),
@@ -281,16 +284,18 @@ end
 return applied_life and {1, applied_life} or 1"
 ));
 
-/// KEYS: data, lock, queue, waiters, next, done, lifetime. ARGV: secret,
-/// data, data TTL s, the request's new lifetime as for [`WRITE_AND_RELEASE`].
+/// KEYS as [`WRITE_AND_RELEASE`]. ARGV: secret, data, data TTL s, the
+/// request's new lifetime as for [`WRITE_AND_RELEASE`], lock TTL ms.
 /// Renews the TTL for the session's lifetime (allowed without the lock, as in
 /// phpredis, which then keeps the stored lifetime); applies the new
 /// lifetime, rewrites a vanished key and releases the lock only while it
-/// holds the secret: 1 if it did ({1, the lifetime} with one), 0 if not.
+/// holds the secret: 1 if it did ({1, the lifetime} with one), 0 if not. It
+/// proves itself in `proof` as a write does.
 pub(crate) static TOUCH_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
     r"local data, default_s, life_arg = ARGV[2], ARGV[3], ARGV[4]
 local held = redis.call('GET', lock) == secret
+local repeated = not held and redis.call('EXISTS', proof) == 1
 if not held then life_arg = '' end
 ",
     new_lifetime_lua!(),
@@ -301,32 +306,35 @@ if not exists and held then
 end
 ",
     keep_lifetime_lua!(),
-    r"if not held then return 0 end
+    r"if repeated then return life_value and {1, life_value} or 1 end
+if not held then return 0 end
+redis.call('SET', proof, 1, 'PX', ARGV[5])
 ",
     hand_over_lua!(),
     "return life_value and {1, life_value} or 1"
 ));
 
-/// KEYS: data, lock, queue, waiters, next, done, lifetime. ARGV: secret,
-/// lock TTL ms. Deletes the data and its lifetime and releases the lock only
-/// while it holds the secret: 1 if it did ({1, the lifetime it had} with
-/// one), 0 if the lock was lost (an expired lock may have gone to
-/// another holder, whose data must stay). Proves itself in `done` as a write.
+/// KEYS as [`WRITE_AND_RELEASE`]. ARGV: secret, lock TTL ms. Deletes the
+/// data and its lifetime and releases the lock only while it holds the
+/// secret: 1 if it did ({1, the lifetime it had} with one), 0 if the lock was
+/// lost (an expired lock may have gone to another holder, whose data must
+/// stay). Leaves `done` and `proof` as a write does.
 pub(crate) static DESTROY_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
     r"if redis.call('GET', lock) ~= secret then
-  if redis.call('GET', done) == secret then return 1 end
+  if redis.call('EXISTS', proof) == 1 then return 1 end
   return 0
 end
 local life_value = redis.call('GET', life)
 redis.call('DEL', data_key, life)
 redis.call('SET', done, secret, 'PX', ARGV[2])
+redis.call('SET', proof, 1, 'PX', ARGV[2])
 ",
     hand_over_lua!(),
     "return life_value and {1, life_value} or 1"
 ));
 
-/// KEYS: data, lock, queue, waiters, next, done, lifetime. ARGV: secret.
+/// KEYS as [`WRITE_AND_RELEASE`]. ARGV: secret.
 /// Releases the lock if ours (1); else leaves the queue, where a failed wait may have left us, and
 /// hands on a lock that was released without a hand-over (DELEX, DELIFEQ,
 /// an older release of this extension) while others wait (0).
