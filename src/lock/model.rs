@@ -885,7 +885,14 @@ impl Model for LockModel {
             let c8 = c as u8;
             match &client.phase {
                 Phase::Dead => continue,
-                Phase::Idle if self.acquisitions.get(c).is_none_or(|&n| client.started == n) => continue,
+                Phase::Idle
+                    if self
+                        .acquisitions
+                        .get(c)
+                        .is_none_or(|&n| client.started == n) =>
+                {
+                    continue;
+                }
                 Phase::Idle => actions.push(Action::Step(c8)),
                 // What to do, and when, is the holder's choice.
                 Phase::Holding => {

@@ -101,6 +101,7 @@ impl Server {
                 Some(_) => return Err(Fault("GET of a non-string".into())),
                 None => Reply::Nil,
             },
+            "EXISTS" => Reply::Int(i64::from(self.keys.contains_key(key(1)?))),
             "GETEX" => {
                 let k = key(1)?.to_vec();
                 let new_at = expiry_at(arg(2)?, int(3)?)
