@@ -10,7 +10,7 @@
 //! node announces; its API offers no way around any of it.
 
 use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,7 +20,7 @@ use rustls::client::{ClientConnection, WebPkiServerVerifier};
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme, StreamOwned};
+use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 use crate::config::{ConnectionConfig, NodeAddr};
 use crate::resp::{Framer, packed, parse};
@@ -42,14 +42,14 @@ pub struct Link {
 
 enum Stream {
     Plain(TcpStream),
-    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
+    Tls(Box<TlsStream>),
 }
 
 impl Stream {
     fn socket(&self) -> &TcpStream {
         match self {
             Stream::Plain(socket) => socket,
-            Stream::Tls(tls) => &tls.sock,
+            Stream::Tls(tls) => &tls.socket,
         }
     }
 }
@@ -76,6 +76,85 @@ impl Write for Stream {
             Stream::Plain(socket) => socket.flush(),
             Stream::Tls(tls) => tls.flush(),
         }
+    }
+}
+
+/// rustls driven one socket operation at a time. Its `StreamOwned` loops
+/// inside one call until a whole record has come, each socket read with the
+/// timeout set before the call: a node sending a record a byte every 0.2 s
+/// held a 2 s budget for 15 s. Here each call reads or writes the socket at
+/// most once and answers `WouldBlock` when it needs another, so [`Bounded`]
+/// checks the deadline and fits the socket's timeout between them.
+struct TlsStream {
+    conn: ClientConnection,
+    socket: TcpStream,
+}
+
+impl TlsStream {
+    /// Plaintext already decrypted, or else what one socket read completes.
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.conn.reader().read(buf) {
+            Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
+            other => return other,
+        }
+        // At the socket's end, the reader answers `UnexpectedEof` (or 0 after
+        // a `close_notify`).
+        self.receive()?;
+        self.conn.reader().read(buf)
+    }
+
+    /// Encrypts into rustls's buffer; sends some of it once that is full.
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self.conn.writer().write(buf)? {
+            0 => {
+                self.send()?;
+                Err(io::ErrorKind::WouldBlock.into())
+            }
+            accepted => Ok(accepted),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.conn.wants_write() {
+            self.send()?;
+        }
+        again_if(self.conn.wants_write())
+    }
+
+    /// One step of the handshake, which ends once its last message is sent.
+    fn handshake(&mut self) -> io::Result<()> {
+        if self.conn.wants_write() {
+            self.send()?;
+        } else if self.conn.is_handshaking() && self.receive()? == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        again_if(self.conn.is_handshaking() || self.conn.wants_write())
+    }
+
+    /// One socket read, and the records it completed decrypted.
+    fn receive(&mut self) -> io::Result<usize> {
+        let read = self.conn.read_tls(&mut self.socket)?;
+        self.conn
+            .process_new_packets()
+            .map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error))?;
+        Ok(read)
+    }
+
+    /// One socket write of what rustls has ready to send.
+    fn send(&mut self) -> io::Result<()> {
+        match self.conn.write_tls(&mut self.socket)? {
+            0 => Err(io::ErrorKind::WriteZero.into()),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// `WouldBlock` (call again, deadline permitting) while there is `more` to do.
+fn again_if(more: bool) -> io::Result<()> {
+    if more {
+        Err(io::ErrorKind::WouldBlock.into())
+    } else {
+        Ok(())
     }
 }
 
@@ -187,12 +266,7 @@ impl Bounded<'_> {
 
     fn handshake(&mut self) -> io::Result<()> {
         self.io((true, true), |stream| match stream {
-            Stream::Tls(tls) => {
-                while tls.conn.is_handshaking() {
-                    tls.conn.complete_io(&mut tls.sock)?;
-                }
-                Ok(())
-            }
+            Stream::Tls(tls) => tls.handshake(),
             Stream::Plain(_) => Ok(()),
         })
     }
@@ -219,7 +293,8 @@ impl Write for Bounded<'_> {
 }
 
 impl Link {
-    /// A connection whose connect, TLS handshake and AUTH end by `deadline`.
+    /// A connection whose connect, TLS handshake and AUTH end by `deadline`
+    /// (a host name's lookup aside: see [`connect_tcp`]).
     pub fn open(
         config: &ConnectionConfig,
         addr: &NodeAddr,
@@ -236,9 +311,9 @@ impl Link {
                         addr.host.clone(),
                     ))
                 })?;
-                let connection =
+                let conn =
                     ClientConnection::new(tls_config(tls)?, name).map_err(io::Error::other)?;
-                Stream::Tls(Box::new(StreamOwned::new(connection, socket)))
+                Stream::Tls(Box::new(TlsStream { conn, socket }))
             }
             None => Stream::Plain(socket),
         };
@@ -305,8 +380,17 @@ impl Link {
 
 /// Connects to the first of the host's addresses that answers by `deadline`.
 fn connect_tcp(addr: &NodeAddr, deadline: Instant) -> io::Result<TcpStream> {
+    let addresses = match addr.host.parse::<IpAddr>() {
+        Ok(ip) => vec![SocketAddr::new(ip, addr.port)],
+        // A host name's lookup is outside the deadline: `getaddrinfo` takes no
+        // timeout, and giving up on it means leaving a thread inside it; a
+        // `pcntl_fork()` meanwhile hands the child the resolver's locks, held
+        // by a thread it does not have, and its next lookup hangs. The
+        // resolver's own timeouts (resolv.conf) bound it.
+        Err(_) => (addr.host.as_str(), addr.port).to_socket_addrs()?.collect(),
+    };
     let mut last_error = None;
-    for address in (addr.host.as_str(), addr.port).to_socket_addrs()? {
+    for address in addresses {
         let remaining = deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
             break;
@@ -764,6 +848,34 @@ mod tests {
                 ReplyWindow::new(Duration::MAX, deadline),
             )
             .unwrap_err();
+        assert!(error.is_timeout(), "{error}");
+        let elapsed = started.elapsed();
+        // Generous for a loaded machine; without the deadline it took 50 s.
+        assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+    }
+
+    #[test]
+    fn a_tls_handshake_trickling_in_ends_at_the_deadline() {
+        // A handshake record one byte every 50 ms: each socket read gets
+        // something, the record never ends. rustls alone waited for all of it.
+        static TRICKLE: [u8; 1000] = {
+            let mut bytes = [0; 1000];
+            let header = [0x16, 0x03, 0x03, 0x03, 0xe3];
+            let mut i = 0;
+            while i < header.len() {
+                bytes[i] = header[i];
+                i += 1;
+            }
+            bytes
+        };
+        let node = fake_node(&TRICKLE, 1, Duration::from_millis(50));
+        let config = ConnectionConfig::from(
+            &crate::save_path::parse("seed[]=127.0.0.1:1&stream[verify_peer]=0").unwrap(),
+        );
+        let started = Instant::now();
+        let Err(error) = Link::open(&config, &node, started + Duration::from_millis(500)) else {
+            panic!("a handshake that never ended succeeded");
+        };
         assert!(error.is_timeout(), "{error}");
         let elapsed = started.elapsed();
         // Generous for a loaded machine; without the deadline it took 50 s.
