@@ -5,7 +5,10 @@ Waiting: retries x wait time bound the wait; giving up fails session_start, or r
 require __DIR__ . '/inc/setup.php';
 $sid = 'lockwait' . bin2hex(random_bytes(8));
 rcs_cmd('SET', rcs_prefix() . $sid, 'v|s:8:"original";');
-$holder = rcs_spawn(rcs_holder_code($sid, 4, 'holder'), rcs_locking());
+// The holder keeps the lock until the three tries below are over (a time
+// would not do: a loaded machine may take longer to run them).
+$go = rcs_go_file();
+$holder = rcs_spawn(rcs_holder_code($sid, $go, 'holder'), rcs_locking());
 rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($sid)) === 1);
 
 // 10 retries x 100 ms: gives up after about 1 s.
@@ -27,6 +30,7 @@ echo rcs_php("session_id('$sid'); var_dump(session_start()); echo \$_SESSION['v'
     rcs_locking(['redis.session.lock_retries' => '2', 'redis.session.lock_wait_time' => '10000', 'redis.session.lock_failure_readonly' => '1']));
 var_dump(rcs_cmd('EXISTS', rcs_lock_key($sid)));
 
+touch($go);
 echo rcs_wait($holder);
 var_dump(rcs_cmd('GET', rcs_prefix() . $sid));
 ?>

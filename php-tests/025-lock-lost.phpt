@@ -3,15 +3,22 @@ A write after the lock was lost is refused and the new holder's data wins; nobod
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';
-// P1 holds a 1 s lock for 2 s; P2 takes the lock after it expired and holds it.
+// P1 holds a 1 s lock past its end; P2 takes the lock after it expired and
+// holds it. Each holds until told (files, not times: a loaded machine would
+// overrun a time), so P1 closes while P2 holds.
 $sid = 'locklost' . bin2hex(random_bytes(8));
-$p1 = rcs_spawn(rcs_holder_code($sid, 2, 'first'), rcs_locking(['redis.session.lock_expire' => '1']));
+[$p1_go, $p2_go] = [rcs_go_file(), rcs_go_file()];
+$p1 = rcs_spawn(rcs_holder_code($sid, $p1_go, 'first'), rcs_locking(['redis.session.lock_expire' => '1']));
 rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($sid)) === 1);
 usleep(300000);
-$p2 = rcs_spawn(rcs_holder_code($sid, 2.5, 'second'), rcs_locking(['redis.session.lock_expire' => '10', 'redis.session.lock_retries' => '-1']));
+$p2 = rcs_spawn(rcs_holder_code($sid, $p2_go, 'second'), rcs_locking(['redis.session.lock_expire' => '10', 'redis.session.lock_retries' => '-1']));
+// P1's lock lives 1 s, P2's 10 s.
+echo "P2 took the expired lock: ", var_export(rcs_wait_until(fn() => rcs_cmd('PTTL', rcs_lock_key($sid)) > 5000), true), "\n";
+touch($p1_go);
 echo "P1:\n", rcs_wait($p1);
 // P1 finished (and closed) while P2 still holds: P2's lock must survive.
 var_dump(rcs_cmd('PTTL', rcs_lock_key($sid)) > 5000);
+touch($p2_go);
 echo "P2:\n", rcs_wait($p2);
 var_dump(rcs_cmd('GET', rcs_prefix() . $sid));
 
@@ -31,6 +38,7 @@ foreach (['0', '1'] as $early) {
 }
 ?>
 --EXPECTF--
+P2 took the expired lock: true
 P1:
 bool(true)
 

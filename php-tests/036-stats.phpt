@@ -5,8 +5,12 @@ rediscluster_session_stats() counts locks, waits, failures, refused writes, rele
 require __DIR__ . '/inc/setup.php';
 $sid = 'stats' . bin2hex(random_bytes(8));
 $busy = 'statsbusy' . bin2hex(random_bytes(8));
-// Holders keep $sid for 1.2 s and $busy for 5 s while the child below runs.
-$holders = [rcs_spawn(rcs_holder_code($sid, 1.2), rcs_locking()), rcs_spawn(rcs_holder_code($busy, 5), rcs_locking())];
+// Holders keep $sid until the child below has queued for it, and 0.3 s more,
+// and $busy until the child is done (not times: a loaded machine overruns them).
+$sid_held = "rcs_wait_until(fn() => rcs_cmd('ZCARD', rcs_lock_key('$sid') . '_FIFO') >= 1, 60); usleep(300000);";
+$go = rcs_go_file();
+$holders = [rcs_spawn("session_id('$sid'); session_start(); $sid_held session_write_close();", rcs_locking()),
+    rcs_spawn(rcs_holder_code($busy, $go), rcs_locking())];
 rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($sid)) + rcs_cmd('EXISTS', rcs_lock_key($busy)) === 2);
 $dead = 'seed[]=127.0.0.1:1&timeout=0.2&read_timeout=0.2';
 
@@ -16,7 +20,7 @@ echo rcs_php(<<<PHP
     foreach (\$keys as \$k) echo "\$k=", json_encode(\$s[\$k]), " ";
     echo "\\n";
 };
-// Waits up to 1.2 s for the holder: one wait, one notice.
+// Waits for the holder (0.3 s after it queued): one wait, one notice.
 ini_set('rediscluster_session.lock_wait_notice_ms', '200');
 ini_set('redis.session.lock_retries', '500');
 session_id('$sid');
@@ -70,6 +74,7 @@ phpinfo(INFO_MODULES);
 preg_match('/stats: locks_acquired => (\\d+)/', ob_get_clean(), \$m);
 echo "phpinfo locks_acquired: ", \$m[1] ?? 'MISSING', "\\n";
 PHP, rcs_locking());
+touch($go);
 foreach ($holders as $holder) rcs_wait($holder);
 ?>
 --EXPECT--

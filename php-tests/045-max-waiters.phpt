@@ -6,7 +6,10 @@ require __DIR__ . '/inc/setup.php';
 $sid = 'maxwaiters' . bin2hex(random_bytes(8));
 rcs_cmd('SET', rcs_prefix() . $sid, 'v|s:8:"original";');
 $cap = ['rediscluster_session.max_waiters' => '1', 'redis.session.lock_retries' => '-1'];
-$holder = rcs_spawn(rcs_holder_code($sid, 2, 'holder'), rcs_locking());
+// The holder keeps the lock until the two requests below are done (a time
+// would race a loaded machine).
+$go = rcs_go_file();
+$holder = rcs_spawn(rcs_holder_code($sid, $go, 'holder'), rcs_locking());
 rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($sid)) === 1);
 $waiter = rcs_spawn(rcs_holder_code($sid, 0, 'waiter'), rcs_locking($cap));
 echo "one waiter queued: ", var_export(rcs_wait_until(fn() => rcs_cmd('ZCARD', rcs_lock_key($sid) . '_FIFO') === 1), true), "\n";
@@ -18,6 +21,7 @@ echo rcs_php("session_id('$sid'); $timed echo rediscluster_session_stats()['wait
 echo rcs_php("session_id('$sid'); $timed echo \$_SESSION['v'], PHP_EOL;",
     rcs_locking($cap + ['redis.session.lock_failure_readonly' => '1']));
 
+touch($go);
 echo "holder:\n", rcs_wait($holder);
 echo "waiter:\n", rcs_wait($waiter);
 var_dump(rcs_cmd('GET', rcs_prefix() . $sid));

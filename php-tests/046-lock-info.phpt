@@ -6,7 +6,9 @@ require __DIR__ . '/inc/setup.php';
 rcs_use_session();
 $sid = 'lockinfo' . bin2hex(random_bytes(8));
 var_dump(rediscluster_session_lock_info($sid));
-$holder = rcs_spawn(rcs_holder_code($sid, 1.5, 'holder'), rcs_locking(['redis.session.lock_expire' => '20']));
+// The holder keeps the lock until lock_info has looked (a time would race a loaded machine).
+$go = rcs_go_file();
+$holder = rcs_spawn(rcs_holder_code($sid, $go, 'holder'), rcs_locking(['redis.session.lock_expire' => '20']));
 rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($sid)) === 1);
 $waiter = rcs_spawn(rcs_holder_code($sid, 0, 'waiter'), rcs_locking());
 rcs_wait_until(fn() => rcs_cmd('ZCARD', rcs_lock_key($sid) . '_FIFO') === 1);
@@ -14,6 +16,7 @@ $info = rediscluster_session_lock_info($sid);
 echo "held: ", json_encode(['locked' => $info['locked'], 'ttl over 15 s' => $info['ttl_ms'] > 15000, 'waiters' => $info['waiters']]), "\n";
 echo "keys: ", implode(',', array_keys($info)), "\n";
 echo "secret shown: ", var_export(in_array(rcs_cmd('GET', rcs_lock_key($sid)), $info, true), true), "\n";
+touch($go);
 rcs_wait($holder);
 rcs_wait($waiter);
 var_dump(rediscluster_session_lock_info($sid));

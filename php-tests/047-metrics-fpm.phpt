@@ -24,9 +24,10 @@ try {
     $statuses = array_count_values(array_column(http_many($port, array_fill(0, 120, '/'), $cookies, 8), 0));
     echo "responses: ", json_encode($statuses), "\n";
 
-    // Every worker's own counters: parallel calls reach all of them.
+    // Every worker's own counters: parallel calls reach all of them, in as
+    // many rounds as a loaded machine's scheduling takes (bounded).
     $workers = [];
-    for ($round = 0; $round < 5 && count($workers) < WORKERS; $round++) {
+    for ($round = 0; $round < 100 && count($workers) < WORKERS; $round++) {
         foreach (http_many($port, array_fill(0, 2 * WORKERS, '/?stats=1'), array_fill(0, 2 * WORKERS, ''), WORKERS) as [, $body]) {
             $reply = json_decode($body, true);
             $workers[$reply['worker']] = $reply['stats'];
