@@ -4,6 +4,9 @@
 //! `session.*`), data as bytes, failures go out as errors whose text becomes
 //! the PHP warning.
 
+#[cfg(test)]
+mod model;
+
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;

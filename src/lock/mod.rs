@@ -43,7 +43,7 @@ use crate::stats;
 use crate::store::{LockStore, Reply, whole_seconds};
 
 #[cfg(test)]
-mod model;
+pub(crate) mod model;
 mod scripts;
 
 #[cfg(test)]

@@ -52,7 +52,7 @@
 //!   the caller's secret is applied, and the repeat of one that applied, its
 //!   reply lost, is acknowledged.
 
-mod server;
+pub(crate) mod server;
 
 use std::time::Duration;
 
