@@ -549,12 +549,12 @@ impl LockModel {
                     if op == Op::Write {
                         state.data_expired = false;
                     }
-                    if op != Op::Touch {
+                    // With write_replicas the WAIT behind the script holds the
+                    // reply until a replica has it (counted only then: the
+                    // counts would split states nothing else tells apart).
+                    if op != Op::Touch && self.write_replicas {
                         state.applied += 1;
                         client.applied_as = state.applied;
-                    }
-                    // With write_replicas the WAIT behind the script holds the reply until a replica has it.
-                    if op != Op::Touch && self.write_replicas {
                         state.replica = state.primary.clone();
                         state.replicated = state.applied;
                     }
