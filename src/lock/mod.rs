@@ -464,7 +464,7 @@ impl Acquisition {
 /// hand-over (a holder that died, DELEX, an older release of this extension)
 /// and for a hand-over that died on the way. Also returns how long it waited
 /// (zero when the lock was free). With `plain_first` it tries plain `SET NX`
-/// + `GET` first, a fraction of a script's server time; a busy lock costs
+/// and `GET` first, a fraction of a script's server time; a busy lock costs
 /// that try one round trip, so a worker that met contention last time
 /// queues by script straight away.
 pub fn acquire_and_read(
@@ -692,7 +692,7 @@ pub fn read_and_renew(
     key: &[u8],
     lifetime_key: &[u8],
     ttl: Duration,
-) -> Result<(Option<Vec<u8>>, Option<Vec<u8>>)> {
+) -> Result<crate::store::DataAndLifetime> {
     let seconds = whole_seconds(ttl).to_string();
     let reply = store.eval(&READ_AND_RENEW, &[key, lifetime_key], &[seconds.as_bytes()])?;
     let Reply::Array(items) = reply else {
