@@ -147,8 +147,9 @@ impl LockKeys {
         self.derived(1)
     }
 
-    /// `<lock>_DONE`: the secret of the last holder whose write or destroy
-    /// landed, for the lock's TTL: the next holder's fence.
+    /// `<lock>_DONE`: the secrets of the last holders whose save (write,
+    /// touch or destroy) landed, newest first, for the lock's TTL: the next
+    /// holder's fence, and a repeat's proof after a lost reply.
     pub fn done(&self) -> &[u8] {
         self.derived(2)
     }
@@ -163,12 +164,6 @@ impl LockKeys {
     /// lock and the data when it hands over; the waiter behind it blocks there.
     pub fn next(&self, secret: &str) -> Vec<u8> {
         [&self.lock[..], b"_NEXT_", secret.as_bytes()].concat()
-    }
-
-    /// `<lock>_DONE_<secret>`: the holder with this secret saved, for the
-    /// lock's TTL: a repeat after a lost reply checks it.
-    pub fn proof(&self, secret: &str) -> Vec<u8> {
-        [&self.lock[..], b"_DONE_", secret.as_bytes()].concat()
     }
 }
 

@@ -188,11 +188,11 @@ function rcs_lock_key(string $sid): string {
 }
 
 /**
- * The lock keys of $sid still there, less `_DONE` and `_DONE_<secret>`: a write's fence and proof that it
+ * The lock keys of $sid still there, less `_DONE`: the log of saves, each one's proof that it
  * landed, which lives for the lock's TTL by design.
  */
 function rcs_lock_keys_left(string $sid): array {
-    return array_values(array_filter(rcs_keys(rcs_lock_key($sid) . '*'), fn($key) => !preg_match('/_DONE(_[0-9a-f]+)?$/', $key)));
+    return array_values(array_filter(rcs_keys(rcs_lock_key($sid) . '*'), fn($key) => !str_ends_with($key, '_DONE')));
 }
 
 /** Whether every node says the cluster is ok and every replica's link to its primary is up. */

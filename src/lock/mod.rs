@@ -23,8 +23,8 @@
 //!
 //! Every call is safe to repeat after a lost reply or a cluster redirect:
 //! each acquisition has a fresh random secret that the scripts recognise, and
-//! a write or destroy leaves it in `<lock>_DONE_<secret>` as proof that it
-//! landed (and in `<lock>_DONE`, the next holder's fence).
+//! a write, touch or destroy logs it in `<lock>_DONE` (the last 8 of them)
+//! as proof that it landed; the log is also the next holder's fence.
 //! The scripts are in `scripts.rs`; `model.rs` checks them and these client
 //! steps exhaustively (see there for the invariants).
 //! A script stops halfway only on a server fault (OOM, a node dying); what
@@ -71,9 +71,8 @@ pub struct HeldLock {
     release: ReleaseCommand,
     /// The lock's TTL in ms, as the scripts take it.
     lock_ms: String,
-    /// The last writer's secret (from `<lock>_DONE`, empty: none) when the
-    /// data was read, `None` if unknown: the write stores only if no write
-    /// came since.
+    /// The log of savers (`<lock>_DONE`, empty: none) when the data was
+    /// read, `None` if unknown: the write stores only if no save came since.
     fence: Option<Vec<u8>>,
     /// The session's own lifetime as the acquire script read it; `None` also
     /// when the lock came by a hand-over, which does not carry it.
@@ -93,7 +92,7 @@ impl HeldLock {
     /// session's keys, and the list named after this holder's secret, where
     /// its hand-over goes.
     fn with_release_keys<R>(&self, call: impl FnOnce(&[&[u8]]) -> R) -> R {
-        let (next, proof) = (self.keys.next(&self.secret), self.keys.proof(&self.secret));
+        let next = self.keys.next(&self.secret);
         call(&[
             &self.keys.data,
             &self.keys.lock,
@@ -102,7 +101,6 @@ impl HeldLock {
             &next,
             self.keys.done(),
             self.keys.lifetime(),
-            &proof,
         ])
     }
 
@@ -534,14 +532,14 @@ pub fn acquire_and_read(
     Ok((outcome, waited))
 }
 
-/// The secret a hand-over is for, the last writer it names (`None` from the
-/// previous release) and the data.
+/// The secret a hand-over is for, the log of savers it names (`None` from
+/// the previous release) and the data.
 type HandOver<'a> = (&'a [u8], Option<&'a [u8]>, Option<Vec<u8>>);
 
-/// A hand-over as pushed: "F<ms>:<secret>:<last writer>:" then "1" + data,
+/// A hand-over as pushed: "F<ms>:<secret>:<log of savers>:" then "1" + data,
 /// or "0" for no session; the previous release pushed "H<ms>:<secret>:" and
-/// the rest. Returns the secret it is for, the last writer (`None` from the
-/// previous release) and the data.
+/// the rest. Returns the secret it is for, the log of savers (`None` from
+/// the previous release) and the data.
 fn handed_over(pushed: &[u8]) -> Result<HandOver<'_>> {
     let fields = if pushed.first() == Some(&b'F') { 4 } else { 3 };
     let mut parts = pushed.splitn(fields, |&byte| byte == b':');
@@ -1562,6 +1560,31 @@ mod cluster_tests {
             assert!(write(&mut store, &held, b"v1"));
         }
         assert_eq!(owner(&store, &keys), None);
+        clean(&mut store, &keys);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_repeat_finds_its_write_in_the_log_behind_up_to_7_later_saves() {
+        let mut store = store();
+        let keys = keys("log");
+        let first = lock(&mut store, &keys, Duration::from_secs(10));
+        assert!(write(&mut store, &first, b"first"));
+        for n in 1..=8 {
+            let later = lock(&mut store, &keys, Duration::from_secs(10));
+            assert!(write(&mut store, &later, format!("later {n}").as_bytes()));
+            // Past 7 later saves the log has forgotten the first one: a
+            // false alarm about a save that landed, and nothing stored.
+            assert_eq!(write(&mut store, &first, b"first"), n <= 7, "after {n}");
+            assert_eq!(
+                store.get(&keys.data, None).unwrap(),
+                Some(format!("later {n}").into_bytes())
+            );
+        }
+        let Reply::Data(log) = store.run(&keys.lock, cmd("GET").arg(keys.done())).unwrap() else {
+            panic!("no log of saves");
+        };
+        assert_eq!(log.split(|&byte| byte == b' ').count(), 8);
         clean(&mut store, &keys);
     }
 

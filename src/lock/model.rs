@@ -268,6 +268,12 @@ fn client_of(secret: &[u8]) -> Option<(usize, u8)> {
     Some((c.checked_sub(1)?, n))
 }
 
+/// The secret at the head of the log of savers in `done`.
+fn last_saver(server: &Server) -> Option<Vec<u8>> {
+    let log = server.get_str(keys().done())?;
+    log.split(|&byte| byte == b' ').next().map(<[u8]>::to_vec)
+}
+
 fn counter(data: Option<&[u8]>) -> u64 {
     data.and_then(|d| std::str::from_utf8(d).ok()?.parse().ok())
         .unwrap_or(0)
@@ -347,7 +353,7 @@ impl LockModel {
         let owner_before = state.lock_owner();
         let k = keys();
         let data_before = state.primary.get_str(&k.data).map(<[u8]>::to_vec);
-        let done_before = state.primary.get_str(k.done()).map(<[u8]>::to_vec);
+        let saver_before = last_saver(&state.primary);
         match client.phase.clone() {
             Phase::Idle => {
                 let n = client.started;
@@ -499,13 +505,16 @@ impl LockModel {
                     Op::Release => unreachable!(),
                 };
                 let Some(reply) = reply else { return };
-                // A write or destroy applied leaves its secret in `done` (a
-                // fenced-off write does not); a touch applies while the lock
-                // holds the caller's secret.
+                // A write or destroy applied logs its secret at the head of
+                // `done` (a fenced-off write does not); a touch applies while
+                // the lock holds the caller's secret.
                 let mine = Some(held.secret().as_bytes());
                 let applied = match op {
                     Op::Touch => owner_before.as_deref() == mine,
-                    _ => done_before.as_deref() != mine && state.primary.get_str(k.done()) == mine,
+                    _ => {
+                        saver_before.as_deref() != mine
+                            && last_saver(&state.primary).as_deref() == mine
+                    }
                 };
                 if applied && owner_before.as_deref() != mine {
                     state.fail(

@@ -95,11 +95,11 @@ end
 /// waiters, `next` (the list named after the releaser's secret), done and
 /// lifetime, as [`LockKeys`]. Hands the lock to the longest waiter whose deadline has not
 /// passed, with that waiter's own lock TTL, and pushes it
-/// "F<ms>:<secret>:<last writer>:" then "1" and the data (or "0": no
+/// "F<ms>:<secret>:<done>:" then "1" and the data (or "0": no
 /// session) on `next`, the data read and renewed as the acquire script
-/// reads it; drops waiters that are gone. The last writer's proof in `done`,
+/// reads it; drops waiters that are gone. The log of savers in `done`,
 /// the new holder's fence, lives at least as long as its lock. (The previous release
-/// pushed "H<ms>:<secret>:" without the last writer.) The waiter's "handed" mark lives as long as the lock it got, so
+/// pushed "H<ms>:<secret>:" without `done`.) The waiter's "handed" mark lives as long as the lock it got, so
 /// that a waiter behind can tell a dead hand-over for the whole of that
 /// time. With nobody waiting it deletes the lock. Inline, not a
 /// function: a Lua closure made on every call costs server time.
@@ -138,13 +138,39 @@ redis.call('HDEL', waiters, secret)
     };
 }
 
-/// The keys every release script declares (`done`, `life` and `proof` as
+/// The keys every release script declares (`done` and `life` as
 /// [`LockKeys`]), and its secret.
 macro_rules! release_keys_lua {
     () => {
         r"local data_key, lock, queue, waiters, next = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local done, life, proof, secret = KEYS[6], KEYS[7], KEYS[8], ARGV[1]
+local done, life, secret = KEYS[6], KEYS[7], ARGV[1]
 "
+    };
+}
+
+/// Lua that logs a save (write, touch or destroy) that landed: the caller's
+/// secret goes to the head of `done`, the secrets of the last 8 savers,
+/// newest first, space-separated, kept for `done_ms`. The log is the next
+/// holder's fence as a whole, and a repeat after a lost reply finds its own
+/// secret in it even when up to 7 later holders saved since. One key, not
+/// one per save: a key per save would fill a hot session's slot with keys a
+/// key-by-key migration then has to move one by one.
+macro_rules! log_save_lua {
+    () => {
+        r"local log, logged = secret, 1
+for saver in string.gmatch(redis.call('GET', done) or '', '%S+') do
+  if logged == 8 then break end
+  log, logged = log .. ' ' .. saver, logged + 1
+end
+redis.call('SET', done, log, 'PX', done_ms)
+"
+    };
+}
+
+/// A Lua condition: the caller's save is in the log of [`log_save_lua`].
+macro_rules! save_logged_lua {
+    () => {
+        "string.find(' ' .. (redis.call('GET', done) or '') .. ' ', ' ' .. secret .. ' ', 1, true)"
     };
 }
 
@@ -194,7 +220,7 @@ if not owner or owner == secret then
   -- lost reply): nobody may suspect us now. A push meant for us that we did
   -- not pop goes with our list.
   redis.call('SET', lock, secret, 'PX', lock_ms)
-  -- The last writer's proof is our fence: it lives as long as our lock.
+  -- The log of savers is our fence: it lives as long as our lock.
   redis.call('PEXPIRE', done, lock_ms, 'GT')
   redis.call('HDEL', waiters, secret)
   if queued then
@@ -241,25 +267,25 @@ local handed_by = string.match(redis.call('HGET', waiters, owner) or '', '^hande
 return {0, data, owner, ahead, handed_by or false}",
 ));
 
-/// KEYS: data, lock, queue, waiters, next, done, lifetime, proof. ARGV:
-/// secret, data, data TTL s, lock TTL ms, fence, the request's new lifetime
-/// ('' keeps the stored one, '-' drops it). Stores (for the session's
-/// lifetime) and releases only while the lock holds the secret: 1 if it did
-/// ({1, the lifetime} when it stored one), 0 if the lock was lost. The store
-/// leaves the secret in `done` (the next holder's fence) and sets `proof`,
-/// named after the secret, both for the lock's TTL, so that a repeat after
-/// a lost reply, which finds the lock gone or handed on (and `done` perhaps
-/// overwritten by the next holder), knows that its own write landed (equal
-/// bytes would not tell it from another holder's). The fence is what
-/// `done` held when the data was read ('' for nothing): if another write came
-/// since (a failover can hand a lock back to a holder whose take it undid),
-/// nothing is stored and the lock is released anyway. A fence of '?' (not
-/// known) checks nothing.
+/// KEYS: data, lock, queue, waiters, next, done, lifetime. ARGV: secret,
+/// data, data TTL s, lock TTL ms, fence, the request's new lifetime (''
+/// keeps the stored one, '-' drops it). Stores (for the session's lifetime)
+/// and releases only while the lock holds the secret: 1 if it did ({1, the
+/// lifetime} when it stored one), 0 if the lock was lost. The store logs
+/// the secret in `done` for the lock's TTL, so that a repeat after a lost
+/// reply, which finds the lock gone or handed on, knows that its own write
+/// landed (equal bytes would not tell it from another holder's). The fence is
+/// what `done` held when the data was read ('' for nothing): if another save
+/// came since (a failover can hand a lock back to a holder whose take it
+/// undid), nothing is stored and the lock is released anyway. A fence of '?'
+/// (not known) checks nothing.
 pub(crate) static WRITE_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
     r"local data, default_s, lock_ms, fence, life_arg = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 if redis.call('GET', lock) ~= secret then
-  if redis.call('EXISTS', proof) == 1 then
+  if ",
+    save_logged_lua!(),
+    r" then
     local kept = redis.call('GET', life)
     return kept and {1, kept} or 1
   end
@@ -275,9 +301,10 @@ local exists = true
 ",
     keep_lifetime_lua!(),
     r"applied_life = life_value
-redis.call('SET', done, secret, 'PX', lock_ms)
-redis.call('SET', proof, 1, 'PX', lock_ms)
-end
+local done_ms = lock_ms
+",
+    log_save_lua!(),
+    r"end
 ",
     hand_over_lua!(),
     "if stale then return 0 end
@@ -290,12 +317,14 @@ return applied_life and {1, applied_life} or 1"
 /// phpredis, which then keeps the stored lifetime); applies the new
 /// lifetime, rewrites a vanished key and releases the lock only while it
 /// holds the secret: 1 if it did ({1, the lifetime} with one), 0 if not. It
-/// proves itself in `proof` as a write does.
+/// logs itself in `done` as a write does.
 pub(crate) static TOUCH_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
     r"local data, default_s, life_arg = ARGV[2], ARGV[3], ARGV[4]
 local held = redis.call('GET', lock) == secret
-local repeated = not held and redis.call('EXISTS', proof) == 1
+local repeated = not held and ",
+    save_logged_lua!(),
+    r"
 if not held then life_arg = '' end
 ",
     new_lifetime_lua!(),
@@ -308,8 +337,9 @@ end
     keep_lifetime_lua!(),
     r"if repeated then return life_value and {1, life_value} or 1 end
 if not held then return 0 end
-redis.call('SET', proof, 1, 'PX', ARGV[5])
+local done_ms = ARGV[5]
 ",
+    log_save_lua!(),
     hand_over_lua!(),
     "return life_value and {1, life_value} or 1"
 ));
@@ -318,18 +348,20 @@ redis.call('SET', proof, 1, 'PX', ARGV[5])
 /// data and its lifetime and releases the lock only while it holds the
 /// secret: 1 if it did ({1, the lifetime it had} with one), 0 if the lock was
 /// lost (an expired lock may have gone to another holder, whose data must
-/// stay). Leaves `done` and `proof` as a write does.
+/// stay). Logs itself in `done` as a write does.
 pub(crate) static DESTROY_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
     r"if redis.call('GET', lock) ~= secret then
-  if redis.call('EXISTS', proof) == 1 then return 1 end
+  if ",
+    save_logged_lua!(),
+    r" then return 1 end
   return 0
 end
 local life_value = redis.call('GET', life)
 redis.call('DEL', data_key, life)
-redis.call('SET', done, secret, 'PX', ARGV[2])
-redis.call('SET', proof, 1, 'PX', ARGV[2])
+local done_ms = ARGV[2]
 ",
+    log_save_lua!(),
     hand_over_lua!(),
     "return life_value and {1, life_value} or 1"
 ));
