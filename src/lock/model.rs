@@ -558,6 +558,12 @@ impl LockModel {
                     if op == Op::Write {
                         state.data_expired = false;
                     }
+                    if op == Op::Destroy {
+                        // The writes before it are gone by right: a failover
+                        // that brings them back or not rolls back the
+                        // destroy, which the counts below check.
+                        state.acked.clear();
+                    }
                     // With write_replicas the WAIT behind the script holds the
                     // reply until a replica has it (counted only then: the
                     // counts would split states nothing else tells apart).
