@@ -629,6 +629,12 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
                 }
                 (released.lifetime, acked)
             }
+            // Another request holds it (this one was served read-only after
+            // waiting): deleting under it would let its write bring the
+            // session back, so the logout would not hold.
+            None if self.settings.lock.is_some() => {
+                bail!("Unable to destroy session: session lock not held")
+            }
             None => {
                 let lifetime_key = keys::lifetime_key(&key).ok();
                 let keys: Vec<&[u8]> = [Some(key.as_slice()), lifetime_key.as_deref()]

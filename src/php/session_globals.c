@@ -28,7 +28,14 @@ static zif_handler regenerate_id_handler;
 static ZEND_NAMED_FUNCTION(rediscluster_session_regenerate_id)
 {
 	rediscluster_session_regenerating(1);
-	regenerate_id_handler(INTERNAL_FUNCTION_PARAM_PASSTHRU);
+	/* A fatal error inside (an error handler's, say) jumps out: the flag
+	 * must not outlive the call into the shutdown functions' sessions. */
+	zend_try {
+		regenerate_id_handler(INTERNAL_FUNCTION_PARAM_PASSTHRU);
+	} zend_catch {
+		rediscluster_session_regenerating(0);
+		zend_bailout();
+	} zend_end_try();
 	rediscluster_session_regenerating(0);
 }
 
