@@ -75,6 +75,7 @@ stats: release_fallbacks => 0
 stats: fallback_reads => primary=0, replica=0
 stats: connects => 0
 stats: reconnects => 0
+stats: node_connections => opened=0, closed_idle=0, replaced=0, refused_maxclients=0
 stats: errors => io=0, timeout=0, cluster=0, auth=0, tls=0, oom=0, server=0
 Registered save handlers => files user rediscluster 
 bool(true)

@@ -32,8 +32,8 @@ use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 
 use crate::config::{ConnectionConfig, NodeAddr};
 use crate::keys::SLOT_COUNT;
-use crate::link::{Link, ReplyWindow};
-use crate::stats;
+use crate::link::{Link, ReplyWindow, closed_by_peer};
+use crate::stats::{self, NodeEvent};
 
 /// A storm of `MOVED` (a reshard, a failover) fetches the map at most this often.
 const MAP_REFRESH_INTERVAL: Duration = Duration::from_millis(100);
@@ -340,7 +340,7 @@ impl Cluster {
             return Err(Failure::new(out_of_time("no time left for the request")));
         }
         let replies = self
-            .send(index, packed, count, asking, window)
+            .send(index, packed, count, asking, window, request.retry_broken)
             .map_err(|error| Failure {
                 unreachable: Some(Unreachable::of(&error)),
                 broken: true,
@@ -389,7 +389,8 @@ impl Cluster {
         index_in(&mut self.nodes, addr)
     }
 
-    /// One round trip to a node within `window`, connecting first if needed.
+    /// One round trip to a node within `window`, connecting first if needed
+    /// (see [`exchange_with`] for `repeat_if_closed`).
     fn send(
         &mut self,
         index: usize,
@@ -397,6 +398,7 @@ impl Cluster {
         count: usize,
         asking: bool,
         window: ReplyWindow,
+        repeat_if_closed: bool,
     ) -> RedisResult<Vec<Value>> {
         let prefix = if asking { ASKING } else { &[] };
         exchange_with(
@@ -406,6 +408,7 @@ impl Cluster {
             packed,
             count,
             window,
+            repeat_if_closed,
         )
     }
 
@@ -422,7 +425,7 @@ impl Cluster {
                 break;
             }
             let window = ReplyWindow::new(self.config.read_timeout, deadline);
-            match self.send(index, CLUSTER_SLOTS, 1, false, window) {
+            match self.send(index, CLUSTER_SLOTS, 1, false, window, true) {
                 Ok(mut replies) => {
                     let asked = self.nodes[index].addr.clone();
                     match parse_slots(replies.pop(), &asked) {
@@ -544,9 +547,42 @@ fn index_in(nodes: &mut Vec<Node>, addr: NodeAddr) -> usize {
 }
 
 /// One round trip to `node`, connecting first if needed, with `prefix`
-/// (`ASKING`, `READONLY`) sent ahead and its reply skipped. A connection that
-/// fails is closed, never reused: it may be out of step.
+/// (`ASKING`, `READONLY`) sent ahead and its reply skipped. A kept connection
+/// the node closed while it sat idle is replaced before use; one it closed
+/// since its last use is found at send, and the call repeated at once on a
+/// new connection when `repeat_if_closed` (every call is safe to repeat; a
+/// closed idle connection is no change of the cluster, so no pause and no
+/// new slot map).
 fn exchange_with(
+    config: &ConnectionConfig,
+    node: &mut Node,
+    prefix: &[u8],
+    packed: &[u8],
+    count: usize,
+    window: ReplyWindow,
+    repeat_if_closed: bool,
+) -> RedisResult<Vec<Value>> {
+    if node
+        .connection
+        .as_ref()
+        .is_some_and(|connection| connection.closed_while_idle(window.now))
+    {
+        stats::node_connection(NodeEvent::ClosedIdle);
+        node.connection = None;
+    }
+    let kept = node.connection.is_some();
+    match exchange_once(config, node, prefix, packed, count, window) {
+        Err(error) if kept && repeat_if_closed && closed_by_peer(&error) => {
+            stats::node_connection(NodeEvent::Replaced);
+            exchange_once(config, node, prefix, packed, count, window.reopened())
+        }
+        result => result,
+    }
+}
+
+/// [`exchange_with`]'s one attempt. A connection that fails is closed, never
+/// reused: it may be out of step.
+fn exchange_once(
     config: &ConnectionConfig,
     node: &mut Node,
     prefix: &[u8],
@@ -595,7 +631,9 @@ fn connect(config: &ConnectionConfig, addr: &NodeAddr, deadline: Instant) -> Red
     if now >= deadline {
         return Err(out_of_time("no time left to connect"));
     }
-    Link::open(config, addr, deadline)
+    let link = Link::open(config, addr, deadline)?;
+    stats::node_connection(NodeEvent::Opened);
+    Ok(link)
 }
 
 fn out_of_time(what: &'static str) -> RedisError {

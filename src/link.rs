@@ -25,6 +25,7 @@ use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 use crate::config::{ConnectionConfig, NodeAddr};
 use crate::resp::{Framer, packed, parse};
 use crate::save_path::Tls;
+use crate::stats;
 
 /// What a new connection's reply buffer starts with: a session's usual
 /// replies fit; larger ones grow it.
@@ -34,10 +35,20 @@ const INITIAL_BUFFER: usize = 16 * 1024;
 /// connection because one session was large.
 const KEPT_BUFFER: usize = 1024 * 1024;
 
+/// A kept connection idle this long is checked before it is used again (one
+/// zero-timeout `poll`, no round trip): servers (`timeout` in redis.conf),
+/// load balancers, NAT and firewalls close idle clients. A connection used
+/// more recently than this is used as it is: a close found at send is
+/// repeated at once on a new one (see `Cluster::request`).
+const IDLE_CHECK_AFTER: Duration = Duration::from_millis(100);
+
 pub struct Link {
     stream: Stream,
     reader: ReplyReader,
     timeouts: Timeouts,
+    /// When its last exchange began.
+    last_used: Instant,
+    addr: NodeAddr,
 }
 
 enum Stream {
@@ -321,6 +332,8 @@ impl Link {
             stream,
             reader: ReplyReader::default(),
             timeouts: Timeouts::default(),
+            last_used: Instant::now(),
+            addr: addr.clone(),
         };
         Bounded {
             stream: &mut link.stream,
@@ -359,6 +372,7 @@ impl Link {
         count: usize,
         window: ReplyWindow,
     ) -> RedisResult<Vec<Value>> {
+        self.last_used = window.now;
         let mut stream = Bounded {
             stream: &mut self.stream,
             timeouts: &mut self.timeouts,
@@ -368,14 +382,98 @@ impl Link {
         stream.write_all(packed)?;
         stream.flush()?;
         for _ in 0..skip {
-            self.reader.read_reply(&mut stream)?;
+            let reply = self.reader.read_reply(&mut stream)?;
+            refused_for_maxclients(&self.addr, &reply)?;
         }
         let mut replies = Vec::with_capacity(count);
         for _ in 0..count {
-            replies.push(self.reader.read_reply(&mut stream)?);
+            let reply = self.reader.read_reply(&mut stream)?;
+            refused_for_maxclients(&self.addr, &reply)?;
+            replies.push(reply);
         }
         Ok(replies)
     }
+}
+
+impl Link {
+    /// Whether the node closed this connection (or sent what nobody asked
+    /// for, or it failed) while it sat idle for at least [`IDLE_CHECK_AFTER`]
+    /// before `now`.
+    pub fn closed_while_idle(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.last_used) >= IDLE_CHECK_AFTER
+            && readable_or_closed(self.stream.socket())
+    }
+}
+
+/// One zero-timeout `poll` of an idle socket: readable (EOF, or bytes
+/// nobody asked for), hung up or failed. A failed `poll` counts as closed:
+/// a new connection is the safe choice.
+fn readable_or_closed(socket: &TcpStream) -> bool {
+    use std::ffi::{c_int, c_short, c_ulong};
+    use std::os::fd::AsRawFd;
+    #[repr(C)]
+    struct PollFd {
+        fd: c_int,
+        events: c_short,
+        revents: c_short,
+    }
+    unsafe extern "C" {
+        fn poll(fds: *mut PollFd, count: c_ulong, timeout_ms: c_int) -> c_int;
+    }
+    const POLLIN: c_short = 0x001;
+    // The peer shut its side (Linux): seen even before its FIN's EOF is read.
+    #[cfg(target_os = "linux")]
+    const POLLRDHUP: c_short = 0x2000;
+    #[cfg(not(target_os = "linux"))]
+    const POLLRDHUP: c_short = 0;
+    let mut entry = PollFd {
+        fd: socket.as_raw_fd(),
+        events: POLLIN | POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one valid entry for the call's duration; a zero timeout never blocks.
+    unsafe { poll(&mut entry, 1, 0) != 0 }
+}
+
+/// A node that has `maxclients` clients already accepts a connection, sends
+/// this error and closes it: whatever was sent on it gets it as its first reply.
+fn refused_for_maxclients(addr: &NodeAddr, reply: &Value) -> RedisResult<()> {
+    match reply {
+        Value::ServerError(error)
+            if error
+                .details()
+                .is_some_and(|text| text.starts_with("max number of clients")) =>
+        {
+            stats::node_connection(stats::NodeEvent::RefusedMaxclients);
+            Err(RedisError::from(io::Error::new(
+                io::ErrorKind::ConnectionRefused,
+                format!(
+                    "{addr} refused the connection: max number of clients reached (raise maxclients on the node, or hold fewer connections to it)"
+                ),
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether an exchange failed because the node had closed the connection
+/// (EOF, reset, broken pipe) rather than by a timeout or a bad reply.
+pub fn closed_by_peer(error: &RedisError) -> bool {
+    // The crate keeps the io::Error behind an Arc, its only public trace.
+    type Shared = Arc<dyn std::error::Error + Send + Sync>;
+    let source =
+        std::error::Error::source(error).and_then(|source| source.downcast_ref::<Shared>());
+    source
+        .and_then(|shared| shared.downcast_ref::<io::Error>())
+        .is_some_and(|error| {
+            matches!(
+                error.kind(),
+                io::ErrorKind::UnexpectedEof
+                    | io::ErrorKind::ConnectionReset
+                    | io::ErrorKind::ConnectionAborted
+                    | io::ErrorKind::BrokenPipe
+            )
+        })
 }
 
 /// Connects to the first of the host's addresses that answers by `deadline`.
@@ -685,6 +783,27 @@ mod tests {
             let moved = RedisError::from(moved.clone());
             assert_eq!(moved.redirect_node(), Some(("127.0.0.1:6381", 3999)));
         }
+    }
+
+    #[test]
+    fn a_close_by_the_peer_is_told_from_other_failures() {
+        for kind in [
+            io::ErrorKind::UnexpectedEof,
+            io::ErrorKind::ConnectionReset,
+            io::ErrorKind::BrokenPipe,
+        ] {
+            assert!(
+                closed_by_peer(&RedisError::from(io::Error::from(kind))),
+                "{kind:?}"
+            );
+        }
+        for kind in [io::ErrorKind::TimedOut, io::ErrorKind::ConnectionRefused] {
+            assert!(
+                !closed_by_peer(&RedisError::from(io::Error::from(kind))),
+                "{kind:?}"
+            );
+        }
+        assert!(!closed_by_peer(&RedisError::from((ErrorKind::Io, "no"))));
     }
 
     #[test]

@@ -55,6 +55,39 @@ impl ErrorKind {
     }
 }
 
+/// What happened to a connection to a node, as an operator alerts on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeEvent {
+    /// A connection opened (TCP, TLS and AUTH done).
+    Opened,
+    /// A kept connection found closed by the node (or a middlebox) while it
+    /// sat idle, before it was used: replaced at no cost.
+    ClosedIdle,
+    /// A kept connection that failed at its next use, closed by the peer
+    /// before it answered: the call repeated at once on a new connection.
+    Replaced,
+    /// A connection the node refused: it had `maxclients` clients already.
+    RefusedMaxclients,
+}
+
+impl NodeEvent {
+    const ALL: [NodeEvent; 4] = [
+        NodeEvent::Opened,
+        NodeEvent::ClosedIdle,
+        NodeEvent::Replaced,
+        NodeEvent::RefusedMaxclients,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            NodeEvent::Opened => "opened",
+            NodeEvent::ClosedIdle => "closed_idle",
+            NodeEvent::Replaced => "replaced",
+            NodeEvent::RefusedMaxclients => "refused_maxclients",
+        }
+    }
+}
+
 const RELEASE_COMMANDS: [(ReleaseCommand, &str); 3] = [
     (ReleaseCommand::Eval, "lua"),
     (ReleaseCommand::Delex, "delex"),
@@ -86,6 +119,7 @@ struct Counters {
     /// failover=error reads, by where they were served: primary, replica.
     fallback_reads: [AtomicU64; 2],
     connects: AtomicU64,
+    node_connections: [AtomicU64; NodeEvent::ALL.len()],
     errors: [AtomicU64; ErrorKind::ALL.len()],
 }
 
@@ -105,6 +139,7 @@ impl Counters {
             release_fallbacks: AtomicU64::new(0),
             fallback_reads: [const { AtomicU64::new(0) }; 2],
             connects: AtomicU64::new(0),
+            node_connections: [const { AtomicU64::new(0) }; NodeEvent::ALL.len()],
             errors: [const { AtomicU64::new(0) }; ErrorKind::ALL.len()],
         }
     }
@@ -295,6 +330,12 @@ pub fn connected() {
     bump(|c| &c.connects);
 }
 
+pub fn node_connection(event: NodeEvent) {
+    if let Some(index) = NodeEvent::ALL.iter().position(|e| *e == event) {
+        bump(|c| &c.node_connections[index]);
+    }
+}
+
 pub fn error(kind: ErrorKind) {
     if let Some(index) = ErrorKind::ALL.iter().position(|k| *k == kind) {
         bump(|c| &c.errors[index]);
@@ -359,6 +400,16 @@ pub fn snapshot() -> Vec<(&'static str, Stat)> {
         ),
         ("connects", Stat::Count(connects)),
         ("reconnects", Stat::Count(connects.saturating_sub(1))),
+        (
+            "node_connections",
+            Stat::Group(
+                NodeEvent::ALL
+                    .iter()
+                    .zip(&LOCAL.node_connections)
+                    .map(|(event, counter)| (event.name(), get(counter)))
+                    .collect(),
+            ),
+        ),
         (
             "errors",
             Stat::Group(
@@ -450,6 +501,13 @@ pub fn prometheus_text() -> String {
         "counter",
         "Sessions served read-only (failover=error) because their primary could not serve them, by where they were read.",
         &by("from", &sources, &c.fallback_reads),
+    );
+    let events: Vec<&str> = NodeEvent::ALL.iter().map(|event| event.name()).collect();
+    family(
+        "node_connections_total",
+        "counter",
+        "Connections to nodes: opened, found closed while idle (replaced before use), closed by the peer at their next use (the call repeated at once), refused by a node at maxclients.",
+        &by("event", &events, &c.node_connections),
     );
     let kinds: Vec<&str> = ErrorKind::ALL.iter().map(|kind| kind.name()).collect();
     family(

@@ -51,7 +51,7 @@ impl Cluster {
         let primary = self.slots[usize::from(slot)];
         if primary_answered && primary != NO_OWNER {
             let window = ReplyWindow::new(self.config.read_timeout, deadline);
-            match self.send(usize::from(primary), read, 1, false, window) {
+            match self.send(usize::from(primary), read, 1, false, window, true) {
                 Ok(mut replies) => match served(replies.pop()) {
                     Ok(value) => return Ok((value, ReadFrom::Primary)),
                     Err(error) => last_error = Some(error),
@@ -106,7 +106,7 @@ impl Cluster {
         packed.extend_from_slice(read);
         let window = ReplyWindow::new(self.config.read_timeout, deadline);
         let node = &mut self.replica_links[index];
-        let mut replies = exchange_with(&self.config, node, READONLY, &packed, 2, window)?;
+        let mut replies = exchange_with(&self.config, node, READONLY, &packed, 2, window, true)?;
         let value = served(replies.pop())?;
         let info = match served(replies.pop())? {
             Value::BulkString(info) => info,
