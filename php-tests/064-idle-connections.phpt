@@ -22,7 +22,10 @@ set_error_handler(function (\$type, \$message) { echo "warning: \$message\\n"; r
     \$c = rediscluster_session_stats()['node_connections'];
     echo "\$what: opened \$c[opened], closed_idle \$c[closed_idle], replaced \$c[replaced]\\n";
 };
-\$normal_clients = fn(string \$addr) => count(array_filter(explode("\\n", Resp::send(\$addr, ['CLIENT', 'LIST', 'TYPE', 'normal']))));
+// Clients of the node other than MONITORs (scripts/test.sh watches the primaries), by id.
+\$clients = fn(string \$addr) => array_filter(explode("\\n", Resp::send(\$addr, ['CLIENT', 'LIST', 'TYPE', 'normal'])),
+    fn(\$line) => \$line !== '' && !str_contains(\$line, 'cmd=monitor'));
+\$normal_clients = fn(string \$addr) => count(\$clients(\$addr));
 \$request = function (int \$n) {
     session_id('$sid');
     session_start();
@@ -44,7 +47,12 @@ foreach (rcs_primaries() as \$addr) Resp::send(\$addr, ['CONFIG', 'SET', 'timeou
 
 // Closed since its last use: killed between two requests that follow each other.
 \$request(3);
-Resp::send('$primary', ['CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes']);
+// Every client but this helper's own and the MONITORs: this worker's kept connection among them.
+foreach (\$clients('$primary') as \$line) {
+    if (!str_contains(\$line, 'cmd=client|list') && preg_match('/^id=(\\d+) /', \$line, \$m)) {
+        Resp::send('$primary', ['CLIENT', 'KILL', 'ID', \$m[1]]);
+    }
+}
 \$slot_maps = rcs_command_calls('cluster|slots');
 var_dump(\$request(4));
 echo 'new slot maps: ', rcs_command_calls('cluster|slots') - \$slot_maps, "\\n";
