@@ -1,5 +1,5 @@
 --TEST--
-Waiting: retries x wait time bound the wait; giving up fails session_start, or reads read-only with lock_failure_readonly
+Waiting: retries x wait time bound the wait; giving up fails session_start, or reads read-only with lock_failure_readonly; a long wait in many pieces is not cut short by the hook's time budget (the server ends each piece up to a tick late)
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';
@@ -33,6 +33,19 @@ var_dump(rcs_cmd('EXISTS', rcs_lock_key($sid)));
 touch($go);
 echo rcs_wait($holder);
 var_dump(rcs_cmd('GET', rcs_prefix() . $sid));
+
+// A 3 s hold against a wait of up to 300 x 20 ms in 100 ms pieces, with a
+// budget (timeout + read_timeout) of 0.5 s: the waiter gets the lock.
+$go = rcs_go_file();
+$holder = rcs_spawn(rcs_holder_code($sid, $go, 'holder'), rcs_locking());
+rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($sid)) === 1);
+$waiter = rcs_spawn("\$t = microtime(true); session_id('$sid'); var_dump(session_start()); echo \$_SESSION['v'], ' after ', microtime(true) - \$t >= 2.5 ? 'the hold' : 'less', PHP_EOL;",
+    rcs_locking(['redis.session.lock_retries' => '300',
+        'session.save_path' => rcs_save_path('prefix=' . urlencode(rcs_prefix()) . '&timeout=0.2&read_timeout=0.3')]));
+rcs_wait_until(fn() => rcs_cmd('ZCARD', rcs_lock_key($sid) . '_FIFO') === 1);
+sleep(3);
+touch($go);
+echo rcs_wait($holder), rcs_wait($waiter);
 ?>
 --EXPECTF--
 Warning: session_start(): Failed to acquire session lock in %s on line %d
@@ -59,3 +72,7 @@ int(1)
 bool(true)
 bool(true)
 string(15) "v|s:6:"holder";"
+bool(true)
+bool(true)
+bool(true)
+holder after the hold

@@ -52,7 +52,8 @@ pub trait SessionStore {
     /// Starts one time budget (connect timeout + read timeout) that every
     /// request until the next call shares: a hook gives up within it, however
     /// many requests, retries and nodes it takes. Time a blocking command
-    /// spent waiting on a node that answered is added to it. With
+    /// spent waiting on a node that answered (up to its timeout and the
+    /// server's lateness) is added to it. With
     /// `may_fall_back` (`failover=error`), requests to a primary leave part of
     /// it ([`fallback_reserve`]) to [`Self::read_fallback`], give up at once on
     /// `CLUSTERDOWN` or a refused primary, and fail with [`PrimaryUnreachable`].
@@ -148,6 +149,12 @@ pub trait LockStore {
 /// Clusters one thread keeps; a worker alternating between a few save_paths
 /// keeps each one's connections.
 const MAX_CLUSTERS: usize = 4;
+
+/// How late a blocking command's timeout may fire: servers check them on
+/// their next tick, up to 100 ms later at the default `hz` 10. A lock wait
+/// made of many pieces would otherwise spend the hook's budget on that
+/// lateness and fail before `lock_retries × lock_wait_time`.
+const BLOCK_LATENESS: Duration = Duration::from_millis(100);
 
 thread_local! {
     static CLUSTERS: RefCell<Vec<Cluster>> = const { RefCell::new(Vec::new()) };
@@ -277,7 +284,8 @@ impl ClusterStore {
             && result.is_ok()
             && !block.is_zero()
         {
-            self.deadline.set(Some(end + started.elapsed().min(block)));
+            self.deadline
+                .set(Some(end + started.elapsed().min(block + BLOCK_LATENESS)));
         }
         result.map_err(|failure| {
             let context = if failure.no_map {
