@@ -942,19 +942,22 @@ mod tests {
         assert_eq!(replies, [Value::Okay]);
     }
 
+    /// 1000 bytes that start with `header`, then `filler`: for a node that
+    /// sends them a byte at a time.
+    const fn trickle(header: &[u8], filler: u8) -> [u8; 1000] {
+        let mut bytes = [filler; 1000];
+        let mut i = 0;
+        while i < header.len() {
+            bytes[i] = header[i];
+            i += 1;
+        }
+        bytes
+    }
+
     #[test]
     fn a_reply_trickling_in_ends_at_the_deadline() {
         // One byte every 50 ms: each read gets something, the reply never ends.
-        static TRICKLE: [u8; 1000] = {
-            let mut bytes = [b'x'; 1000];
-            let header = b"$990\r\n";
-            let mut i = 0;
-            while i < header.len() {
-                bytes[i] = header[i];
-                i += 1;
-            }
-            bytes
-        };
+        static TRICKLE: [u8; 1000] = trickle(b"$990\r\n", b'x');
         let node = fake_node(&TRICKLE, 1, Duration::from_millis(50));
         let started = Instant::now();
         let deadline = started + Duration::from_millis(500);
@@ -977,16 +980,7 @@ mod tests {
     fn a_tls_handshake_trickling_in_ends_at_the_deadline() {
         // A handshake record one byte every 50 ms: each socket read gets
         // something, the record never ends. rustls alone waited for all of it.
-        static TRICKLE: [u8; 1000] = {
-            let mut bytes = [0; 1000];
-            let header = [0x16, 0x03, 0x03, 0x03, 0xe3];
-            let mut i = 0;
-            while i < header.len() {
-                bytes[i] = header[i];
-                i += 1;
-            }
-            bytes
-        };
+        static TRICKLE: [u8; 1000] = trickle(&[0x16, 0x03, 0x03, 0x03, 0xe3], 0);
         let node = fake_node(&TRICKLE, 1, Duration::from_millis(50));
         let config = ConnectionConfig::from(
             &crate::save_path::parse("seed[]=127.0.0.1:1&stream[verify_peer]=0").unwrap(),
