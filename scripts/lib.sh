@@ -99,7 +99,7 @@ acl_user() {
 # command, failover=error's replica reads. A command the README's recipe
 # forgets fails them.
 acl_tests() {
-    printf '%s\n' "$ROOT"/php-tests/{002,006,007,020,024,025,027,029,030,042,054,055}-*.phpt
+    printf '%s\n' "$ROOT"/php-tests/{002,006,007,020,024,025,027,029,030,042,054,055,065}-*.phpt
 }
 
 # Builds the tests in the checked profile and prints their binary's path. Run

@@ -234,6 +234,16 @@ impl Cluster {
         }
     }
 
+    /// Closes every connection and keeps the slot map: a request's end with
+    /// `persistent=0`, whose next request connects to its primary again but
+    /// asks no seed for the map.
+    pub fn close_connections(&mut self) {
+        for node in &mut self.nodes {
+            node.connection = None;
+        }
+        self.replica_links.clear();
+    }
+
     /// Sends the request to its slot's primary and returns the replies,
     /// following redirects and retrying until its deadline. Error replies
     /// other than redirects come back as `Value::ServerError`.
@@ -623,7 +633,7 @@ fn exchange_once(
     result
 }
 
-/// A connection whose connect, TLS handshake and AUTH end by `deadline`,
+/// A connection whose connect and TLS handshake end by `deadline`,
 /// and at the latest after the connect timeout.
 fn connect(config: &ConnectionConfig, addr: &NodeAddr, deadline: Instant) -> RedisResult<Link> {
     let now = Instant::now();

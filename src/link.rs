@@ -49,6 +49,8 @@ pub struct Link {
     /// When its last exchange began.
     last_used: Instant,
     addr: NodeAddr,
+    /// AUTH, sent ahead of the first exchange's commands.
+    pending_auth: Option<Vec<u8>>,
 }
 
 enum Stream {
@@ -304,8 +306,9 @@ impl Write for Bounded<'_> {
 }
 
 impl Link {
-    /// A connection whose connect, TLS handshake and AUTH end by `deadline`
-    /// (a host name's lookup aside: see [`connect_tcp`]).
+    /// A connection whose connect and TLS handshake end by `deadline` (a
+    /// host name's lookup aside: see [`connect_tcp`]); its AUTH goes with the
+    /// first exchange.
     pub fn open(
         config: &ConnectionConfig,
         addr: &NodeAddr,
@@ -334,6 +337,7 @@ impl Link {
             timeouts: Timeouts::default(),
             last_used: Instant::now(),
             addr: addr.clone(),
+            pending_auth: None,
         };
         Bounded {
             stream: &mut link.stream,
@@ -342,23 +346,15 @@ impl Link {
             now: None,
         }
         .handshake()?;
-        if let Some(auth) = &config.auth {
+        // AUTH goes out with the first command, in the same round trip: a
+        // connection per request (`persistent=0`) costs no extra one.
+        link.pending_auth = config.auth.as_ref().map(|auth| {
             let password = auth.password.as_bytes();
-            let command = match &auth.user {
+            match &auth.user {
                 Some(user) => packed(&[b"AUTH", user.as_bytes(), password]),
                 None => packed(&[b"AUTH", password]),
-            };
-            let window = ReplyWindow::new(Duration::MAX, deadline);
-            let reply = link.exchange(&command, 0, 1, window)?;
-            if let Some(Value::ServerError(error)) = reply.into_iter().next() {
-                let error = RedisError::from(error);
-                return Err(RedisError::from((
-                    ErrorKind::AuthenticationFailed,
-                    "AuthenticationFailed",
-                    error.to_string(),
-                )));
             }
-        }
+        });
         Ok(link)
     }
 
@@ -373,14 +369,30 @@ impl Link {
         window: ReplyWindow,
     ) -> RedisResult<Vec<Value>> {
         self.last_used = window.now;
+        let auth = self.pending_auth.take();
         let mut stream = Bounded {
             stream: &mut self.stream,
             timeouts: &mut self.timeouts,
             deadline: window.end(),
             now: Some(window.now),
         };
+        if let Some(auth) = &auth {
+            stream.write_all(auth)?;
+        }
         stream.write_all(packed)?;
         stream.flush()?;
+        if auth.is_some() {
+            let reply = self.reader.read_reply(&mut stream)?;
+            refused_for_maxclients(&self.addr, &reply)?;
+            if let Value::ServerError(error) = reply {
+                // The connection goes with the error: the replies behind are refusals.
+                return Err(RedisError::from((
+                    ErrorKind::AuthenticationFailed,
+                    "AuthenticationFailed",
+                    RedisError::from(error).to_string(),
+                )));
+            }
+        }
         for _ in 0..skip {
             let reply = self.reader.read_reply(&mut stream)?;
             refused_for_maxclients(&self.addr, &reply)?;

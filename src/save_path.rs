@@ -75,6 +75,10 @@ pub struct SavePath {
     pub prefix: Vec<u8>,
     pub tls: Option<Tls>,
     pub failover: Failover,
+    /// `persistent`: keep connections for the worker's life (absent, or any
+    /// value PHP takes as true), or close them at each request's end
+    /// (`persistent=0`, as phpredis means it), keeping the slot map.
+    pub persistent: bool,
 }
 
 /// A malformed save_path. The texts are phpredis's where it has one; none of
@@ -161,8 +165,12 @@ pub fn parse(save_path: &str) -> Result<SavePath, SavePathError> {
     };
     let auth = parse_auth(params.remove("auth"))?;
     let failover = parse_failover(params.remove("failover"))?;
-    // `persistent` is accepted for compatibility: the connection always lives
-    // for the whole worker.
+    // PHP's truth of a string, as phpredis reads it: only "" and "0" are false.
+    let persistent = match params.remove("persistent") {
+        None => true,
+        Some(Param::Scalar(raw)) => !matches!(raw.as_slice(), b"" | b"0"),
+        Some(Param::Array(_)) => return Err(SavePathError::NotAString("persistent")),
+    };
     Ok(SavePath {
         seeds,
         connect_timeout,
@@ -171,6 +179,7 @@ pub fn parse(save_path: &str) -> Result<SavePath, SavePathError> {
         prefix,
         tls,
         failover,
+        persistent,
     })
 }
 
@@ -516,6 +525,27 @@ mod tests {
         assert_eq!(
             failover("&failover[]=error"),
             Err(SavePathError::NotAString("failover"))
+        );
+    }
+
+    #[test]
+    fn persistent_is_false_only_as_php_reads_a_string() {
+        let persistent = |value: &str| parse(&format!("seed[]=h:1{value}")).map(|p| p.persistent);
+        assert_eq!(persistent(""), Ok(true));
+        for kept in [
+            "&persistent=1",
+            "&persistent=yes",
+            "&persistent=00",
+            "&persistent=x",
+        ] {
+            assert_eq!(persistent(kept), Ok(true), "{kept}");
+        }
+        for closed in ["&persistent=0", "&persistent="] {
+            assert_eq!(persistent(closed), Ok(false), "{closed}");
+        }
+        assert_eq!(
+            persistent("&persistent[]=0"),
+            Err(SavePathError::NotAString("persistent"))
         );
     }
 

@@ -203,6 +203,18 @@ pub fn fallback_reserve(read_timeout: Duration) -> Duration {
     (read_timeout / 2).min(Duration::from_millis(300))
 }
 
+/// A request's end: this thread's clusters with `persistent=0` close their
+/// connections (their slot maps stay).
+pub fn request_ended() {
+    CLUSTERS.with(|cell| {
+        for cluster in cell.borrow_mut().iter_mut() {
+            if cluster.config().per_request {
+                cluster.close_connections();
+            }
+        }
+    });
+}
+
 impl ClusterStore {
     pub fn new(config: Rc<ConnectionConfig>) -> Self {
         ClusterStore {

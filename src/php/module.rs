@@ -134,10 +134,11 @@ unsafe extern "C" fn minit(_type: i32, module_number: i32) -> i32 {
 
 /// A request's end, after every module's RSHUTDOWN: the session module's
 /// final write (at its RSHUTDOWN, which PHP runs after ours) has used the
-/// request's state, and the next request starts afresh.
+/// request's state and connections, and the next request starts afresh.
 unsafe extern "C" fn post_deactivate() -> i32 {
     no_unwind(FAILURE, || {
         crate::request::with(crate::request::Request::ended);
+        crate::store::request_ended();
         SUCCESS
     })
 }
