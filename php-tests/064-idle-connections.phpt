@@ -38,9 +38,9 @@ set_error_handler(function (\$type, \$message) { echo "warning: \$message\\n"; r
 // The servers close clients idle for 1 s: wait until only this helper's own connection is left.
 foreach (rcs_primaries() as \$addr) Resp::send(\$addr, ['CONFIG', 'SET', 'timeout', '1']);
 var_dump(rcs_wait_until(fn() => array_sum(array_map(\$normal_clients, rcs_primaries())) === count(rcs_primaries()), 20));
-\$slot_maps = rcs_command_calls('cluster|slots');
+\$slot_maps = rcs_slot_map_fetches();
 var_dump(\$request(2));
-echo 'new slot maps: ', rcs_command_calls('cluster|slots') - \$slot_maps, "\\n";
+echo 'new slot maps: ', rcs_slot_map_fetches() - \$slot_maps, "\\n";
 echo 'connections opened: ', rediscluster_session_stats()['node_connections']['opened'] - \$opened, "\\n";
 \$show('idle');
 foreach (rcs_primaries() as \$addr) Resp::send(\$addr, ['CONFIG', 'SET', 'timeout', '0']);
@@ -53,9 +53,9 @@ foreach (\$clients('$primary') as \$line) {
         Resp::send('$primary', ['CLIENT', 'KILL', 'ID', \$m[1]]);
     }
 }
-\$slot_maps = rcs_command_calls('cluster|slots');
+\$slot_maps = rcs_slot_map_fetches();
 var_dump(\$request(4));
-echo 'new slot maps: ', rcs_command_calls('cluster|slots') - \$slot_maps, "\\n";
+echo 'new slot maps: ', rcs_slot_map_fetches() - \$slot_maps, "\\n";
 \$c = rediscluster_session_stats()['node_connections'];
 // Which of the two finds it depends on how long the kill took (a 100 ms idle threshold).
 echo 'found closed and replaced: ', \$c['closed_idle'] + \$c['replaced'], "\\n";

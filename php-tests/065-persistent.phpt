@@ -39,7 +39,7 @@ foreach (['0' => 'persistent=0', '' => 'persistent absent', '1' => 'persistent=1
     $sid = 'persist' . bin2hex(random_bytes(6));
     [$proc, $port] = $serve((string)$value);
     $before = $clients();
-    $maps = rcs_command_calls('cluster|slots');
+    $maps = rcs_slot_map_fetches();
     $opened = [];
     for ($i = 1; $i <= 3; $i++) {
         $reply = json_decode(file_get_contents("http://127.0.0.1:$port/?sid=$sid"), true);
@@ -48,7 +48,7 @@ foreach (['0' => 'persistent=0', '' => 'persistent absent', '1' => 'persistent=1
         $closed = $value === '0' ? rcs_wait_until(fn() => $clients() === $before) : $clients() === $before;
         echo "request $i: n=$reply[n], worker connections after it: ", $closed ? 'none' : 'kept', "\n";
     }
-    echo 'slot maps fetched: ', rcs_command_calls('cluster|slots') - $maps, "\n";
+    echo 'slot maps fetched: ', rcs_slot_map_fetches() - $maps, "\n";
     echo 'connections opened by requests 2 and 3: ', $opened[2] - $opened[0], "\n";
     proc_terminate($proc);
     proc_close($proc);

@@ -116,6 +116,17 @@ function rcs_command_calls(string $command): int {
     return $calls;
 }
 
+/** CLUSTER SLOTS calls so far on every seed: one that is a replica (after a failover test) answers them too. */
+function rcs_slot_map_fetches(): int {
+    $calls = 0;
+    foreach (rcs_seeds() as [$host, $port]) {
+        if (preg_match('/^cmdstat_cluster\|slots:calls=(\d+)/m', Resp::send("$host:$port", ['INFO', 'commandstats']), $m)) {
+            $calls += (int)$m[1];
+        }
+    }
+    return $calls;
+}
+
 // ---- Child PHP processes ----
 
 /**
