@@ -249,34 +249,32 @@ mod tests {
 
     #[test]
     fn regenerating_carries_the_lifetime_to_the_new_id() {
+        // What PHP does to the old id inside session_regenerate_id(), then
+        // the new id's read: the new id asks for the month.
+        let regenerated = |asked: bool, old_id: &dyn Fn(&mut Request)| {
+            let mut request = Request::default();
+            request.read(b"a", writable(None));
+            if asked {
+                request.set_lifetime(Change::Set(MONTH)).unwrap();
+            }
+            request.regenerating(true);
+            old_id(&mut request);
+            request.read(b"new", writable(None));
+            request.regenerating(false);
+            assert_eq!(request.change(b"new"), Change::Set(MONTH));
+        };
         // Stored, destroyed with the old id.
-        let mut request = Request::default();
-        request.read(b"a", writable(None));
-        request.regenerating(true);
-        request.destroyed(b"a", Some(MONTH));
-        request.closed();
-        request.read(b"new", writable(None));
-        request.regenerating(false);
-        assert_eq!(request.change(b"new"), Change::Set(MONTH));
+        regenerated(false, &|request| {
+            request.destroyed(b"a", Some(MONTH));
+            request.closed();
+        });
         // Asked for, then the old id saved with it.
-        let mut request = Request::default();
-        request.read(b"a", writable(None));
-        request.set_lifetime(Change::Set(MONTH)).unwrap();
-        request.regenerating(true);
-        request.saved(b"a", Some(MONTH));
-        request.closed();
-        request.read(b"new", writable(None));
-        request.regenerating(false);
-        assert_eq!(request.change(b"new"), Change::Set(MONTH));
+        regenerated(true, &|request| {
+            request.saved(b"a", Some(MONTH));
+            request.closed();
+        });
         // Asked for, the old id destroyed before it was saved.
-        let mut request = Request::default();
-        request.read(b"a", writable(None));
-        request.set_lifetime(Change::Set(MONTH)).unwrap();
-        request.regenerating(true);
-        request.destroyed(b"a", None);
-        request.read(b"new", writable(None));
-        request.regenerating(false);
-        assert_eq!(request.change(b"new"), Change::Set(MONTH));
+        regenerated(true, &|request| request.destroyed(b"a", None));
     }
 
     #[test]

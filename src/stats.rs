@@ -350,74 +350,58 @@ pub enum Stat {
 /// This process's counters by name, in a stable order, for PHP.
 pub fn snapshot() -> Vec<(&'static str, Stat)> {
     let get = |counter: &AtomicU64| counter.load(Relaxed);
+    let count = |counter: &AtomicU64| Stat::Count(get(counter));
+    // Counters by label, the labels in the counters' order.
+    let group = |names: &mut dyn Iterator<Item = &'static str>, counters: &[AtomicU64]| {
+        Stat::Group(
+            names
+                .zip(counters)
+                .map(|(name, counter)| (name, get(counter)))
+                .collect(),
+        )
+    };
     let connects = get(&LOCAL.connects);
+    let c = &LOCAL;
     vec![
-        ("locks_acquired", Stat::Count(get(&LOCAL.locks_acquired))),
-        ("lock_waits", Stat::Count(get(&LOCAL.lock_waits))),
-        (
-            "lock_wait_us_total",
-            Stat::Count(get(&LOCAL.lock_wait_us_total)),
-        ),
-        (
-            "lock_wait_us_max",
-            Stat::Count(get(&LOCAL.lock_wait_us_max)),
-        ),
-        (
-            "acquire_failures",
-            Stat::Count(get(&LOCAL.acquire_failures)),
-        ),
-        (
-            "waiters_rejected",
-            Stat::Count(get(&LOCAL.waiters_rejected)),
-        ),
+        ("locks_acquired", count(&c.locks_acquired)),
+        ("lock_waits", count(&c.lock_waits)),
+        ("lock_wait_us_total", count(&c.lock_wait_us_total)),
+        ("lock_wait_us_max", count(&c.lock_wait_us_max)),
+        ("acquire_failures", count(&c.acquire_failures)),
+        ("waiters_rejected", count(&c.waiters_rejected)),
         (
             "writes_refused_lock_lost",
-            Stat::Count(get(&LOCAL.writes_refused_lock_lost)),
+            count(&c.writes_refused_lock_lost),
         ),
         (
             "releases",
-            Stat::Group(
-                RELEASE_COMMANDS
-                    .iter()
-                    .zip(&LOCAL.releases)
-                    .map(|((_, name), counter)| (*name, get(counter)))
-                    .collect(),
+            group(
+                &mut RELEASE_COMMANDS.iter().map(|(_, name)| *name),
+                &c.releases,
             ),
         ),
-        (
-            "release_fallbacks",
-            Stat::Count(get(&LOCAL.release_fallbacks)),
-        ),
+        ("release_fallbacks", count(&c.release_fallbacks)),
         (
             "fallback_reads",
-            Stat::Group(
-                READ_FROM
-                    .iter()
-                    .zip(&LOCAL.fallback_reads)
-                    .map(|(from, counter)| (from.name(), get(counter)))
-                    .collect(),
+            group(
+                &mut READ_FROM.iter().map(|from| from.name()),
+                &c.fallback_reads,
             ),
         ),
         ("connects", Stat::Count(connects)),
         ("reconnects", Stat::Count(connects.saturating_sub(1))),
         (
             "node_connections",
-            Stat::Group(
-                NodeEvent::ALL
-                    .iter()
-                    .zip(&LOCAL.node_connections)
-                    .map(|(event, counter)| (event.name(), get(counter)))
-                    .collect(),
+            group(
+                &mut NodeEvent::ALL.iter().map(|event| event.name()),
+                &c.node_connections,
             ),
         ),
         (
             "errors",
-            Stat::Group(
-                ErrorKind::ALL
-                    .iter()
-                    .zip(&LOCAL.errors)
-                    .map(|(kind, counter)| (kind.name(), get(counter)))
-                    .collect(),
+            group(
+                &mut ErrorKind::ALL.iter().map(|kind| kind.name()),
+                &c.errors,
             ),
         ),
     ]
