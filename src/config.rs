@@ -15,8 +15,9 @@ pub struct ConnectionConfig {
     pub connect_timeout: Duration,
     pub read_timeout: Duration,
     pub tls: Option<Tls>,
-    /// Connections closed at each request's end (`persistent=0`).
-    pub per_request: bool,
+    /// Connections kept for the worker's life; without, closed at each
+    /// request's end (`persistent=0`).
+    pub persistent: bool,
 }
 
 impl From<&SavePath> for ConnectionConfig {
@@ -27,7 +28,7 @@ impl From<&SavePath> for ConnectionConfig {
             connect_timeout: path.connect_timeout,
             read_timeout: path.read_timeout,
             tls: path.tls.clone(),
-            per_request: !path.persistent,
+            persistent: path.persistent,
         }
     }
 }

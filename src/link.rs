@@ -39,7 +39,7 @@ const KEPT_BUFFER: usize = 1024 * 1024;
 /// zero-timeout `poll`, no round trip): servers (`timeout` in redis.conf),
 /// load balancers, NAT and firewalls close idle clients. A connection used
 /// more recently than this is used as it is: a close found at send is
-/// repeated at once on a new one (see `Cluster::request`).
+/// repeated at once on a new one (see `cluster::exchange_with`).
 const IDLE_CHECK_AFTER: Duration = Duration::from_millis(100);
 
 pub struct Link {

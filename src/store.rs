@@ -208,7 +208,7 @@ pub fn fallback_reserve(read_timeout: Duration) -> Duration {
 pub fn request_ended() {
     CLUSTERS.with(|cell| {
         for cluster in cell.borrow_mut().iter_mut() {
-            if cluster.config().per_request {
+            if !cluster.config().persistent {
                 cluster.close_connections();
             }
         }
