@@ -14,32 +14,13 @@ session_start();
 $_SESSION["n"] = ($_SESSION["n"] ?? 0) + 1;
 echo json_encode(["n" => $_SESSION["n"], "opened" => rediscluster_session_stats()["node_connections"]["opened"]]);
 ');
-$serve = function (string $persistent) use ($dir): array {
-    $port = 20000 + random_int(0, 20000);
-    $extra = $persistent === '' ? '' : "&persistent=$persistent";
-    $ini = rcs_locking(['session.save_path' => rcs_save_path('prefix=' . urlencode(rcs_prefix()) . $extra)]);
-    $cmd = rcs_php_command(rcs_session_ini($ini));
-    array_push($cmd, '-S', "127.0.0.1:$port", '-t', $dir);
-    $proc = proc_open($cmd, [1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes);
-    rcs_wait_until(fn() => @fsockopen('127.0.0.1', $port) !== false);
-    return [$proc, $port];
-};
-// The worker's connections as the primaries count them (clients other than this test's and MONITORs).
-$clients = function () {
-    $count = 0;
-    foreach (rcs_primaries() as $addr) {
-        foreach (explode("\n", Resp::send($addr, ['CLIENT', 'LIST', 'TYPE', 'normal'])) as $line) {
-            if ($line !== '' && !str_contains($line, 'cmd=monitor') && !str_contains($line, 'cmd=client|list')) $count++;
-        }
-    }
-    return $count;
-};
-$baseline = $clients();
 foreach (['0' => 'persistent=0', '' => 'persistent absent', '1' => 'persistent=1'] as $value => $name) {
     echo "== $name\n";
     $sid = 'persist' . bin2hex(random_bytes(6));
-    [$proc, $port] = $serve((string)$value);
-    $before = $clients();
+    $extra = $value === '' ? '' : "&persistent=$value";
+    [$proc, $port] = rcs_serve($dir, rcs_locking(['session.save_path' => rcs_save_path('prefix=' . urlencode(rcs_prefix()) . $extra)]));
+    // The worker's own sockets to the nodes: other processes' connections come and go.
+    $connections = fn() => rcs_connections_of(proc_get_status($proc)['pid']);
     $opened = [];
     for ($i = 1; $i <= 3; $i++) {
         // The first request fetches the map (twice if a seed that is a replica had an old one).
@@ -47,15 +28,13 @@ foreach (['0' => 'persistent=0', '' => 'persistent absent', '1' => 'persistent=1
         $reply = json_decode(file_get_contents("http://127.0.0.1:$port/?sid=$sid"), true);
         $opened[] = $reply['opened'];
         // The response may reach us before the request's end has run.
-        $closed = $value === '0' ? rcs_wait_until(fn() => $clients() === $before) : $clients() === $before;
+        $closed = $value === '0' ? rcs_wait_until(fn() => $connections() === 0) : $connections() === 0;
         echo "request $i: n=$reply[n], worker connections after it: ", $closed ? 'none' : 'kept', "\n";
     }
     echo 'slot maps fetched by requests 2 and 3: ', rcs_slot_map_fetches() - $maps, "\n";
     echo 'connections opened by requests 2 and 3: ', $opened[2] - $opened[0], "\n";
     proc_terminate($proc);
     proc_close($proc);
-    // The server lets go of a dead worker's connections on its own schedule.
-    rcs_wait_until(fn() => $clients() === $baseline);
 }
 array_map('unlink', glob("$dir/*"));
 rmdir($dir);

@@ -187,6 +187,44 @@ function rcs_php(string $code, array $ini = [], ?array $load = null): string {
     return rcs_wait(rcs_spawn($code, $ini, $load));
 }
 
+/**
+ * Starts PHP's built-in web server (`php -S`) on $dir with the extension and
+ * $ini; returns [process, port]. A port below the kernel's ephemeral range,
+ * so no outgoing connection holds it; one another test's server holds makes
+ * this one exit, and the next port is tried: a port that answers is ours.
+ */
+function rcs_serve(string $dir, array $ini): array {
+    $first_ephemeral = (int)explode("\t", file_get_contents('/proc/sys/net/ipv4/ip_local_port_range'))[0];
+    for ($try = 0; $try < 20; $try++) {
+        $port = random_int(20000, $first_ephemeral - 1);
+        $cmd = rcs_php_command(rcs_session_ini($ini));
+        array_push($cmd, '-S', "127.0.0.1:$port", '-t', $dir);
+        $proc = proc_open($cmd, [1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes);
+        rcs_wait_until(fn() => !proc_get_status($proc)['running'] || @fsockopen('127.0.0.1', $port) !== false);
+        if (proc_get_status($proc)['running']) return [$proc, $port];
+        proc_close($proc);
+    }
+    throw new RuntimeException('no free port for php -S');
+}
+
+/** The TCP connections process $pid holds to the cluster's nodes, as its own sockets show them. */
+function rcs_connections_of(int $pid): int {
+    $inodes = [];
+    foreach (glob("/proc/$pid/fd/*") as $fd) {
+        if (preg_match('/^socket:\[(\d+)\]$/', (string)@readlink($fd), $m)) $inodes[$m[1]] = true;
+    }
+    $node_ports = array_map(fn($seed) => sprintf('%04X', $seed[1]), rcs_seeds());
+    $count = 0;
+    foreach (['/proc/net/tcp', '/proc/net/tcp6'] as $table) {
+        foreach (array_slice(file($table, FILE_IGNORE_NEW_LINES) ?: [], 1) as $line) {
+            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            $fields = preg_split('/\s+/', trim($line));
+            if (isset($inodes[$fields[9]]) && in_array(explode(':', $fields[2])[1], $node_ports, true)) $count++;
+        }
+    }
+    return $count;
+}
+
 // ---- Locking helpers ----
 
 /** INI that turns locking on, with extra settings. */
