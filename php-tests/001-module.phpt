@@ -76,6 +76,7 @@ stats: fallback_reads => primary=0, replica=0
 stats: connects => 0
 stats: reconnects => 0
 stats: node_connections => opened=0, closed_idle=0, replaced=0, refused_maxclients=0
+stats: slot_maps => fetched=0, shared=0
 stats: errors => io=0, timeout=0, cluster=0, auth=0, tls=0, oom=0, server=0
 Registered save handlers => files user rediscluster 
 bool(true)

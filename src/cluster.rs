@@ -33,7 +33,8 @@ use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 use crate::config::{ConnectionConfig, NodeAddr};
 use crate::keys::SLOT_COUNT;
 use crate::link::{Link, ReplyWindow, closed_by_peer};
-use crate::stats::{self, NodeEvent};
+use crate::stats::{self, NodeEvent, SlotMapSource};
+use shared_map::SharedMap;
 
 /// A storm of `MOVED` (a reshard, a failover) fetches the map at most this often.
 const MAP_REFRESH_INTERVAL: Duration = Duration::from_millis(100);
@@ -98,6 +99,11 @@ pub struct Cluster {
     /// (`failover=error`).
     replicas: Vec<(u16, u16, Vec<NodeAddr>)>,
     refreshed: Option<Instant>,
+    /// When the map was fetched from a node, by us or a sibling (ms since the
+    /// epoch; 0 before the first).
+    map_fetched_ms: u64,
+    /// The map this user's other workers share (`shared_slot_map`).
+    shared: Option<SharedMap>,
     /// Seeds in the order to try them: one that failed goes last.
     seed_order: Vec<usize>,
     /// Commands a node answered "unknown command", not tried again.
@@ -195,6 +201,7 @@ impl Cluster {
     pub fn new(config: Rc<ConnectionConfig>) -> Self {
         stats::process_started();
         let seed_order = (0..config.seeds.len()).collect();
+        let shared = config.shared_slot_map.then(|| SharedMap::new(&config));
         Cluster {
             config,
             pid: std::process::id(),
@@ -202,6 +209,8 @@ impl Cluster {
             slots: vec![NO_OWNER; usize::from(SLOT_COUNT)].into_boxed_slice(),
             replicas: Vec::new(),
             refreshed: None,
+            map_fetched_ms: 0,
+            shared,
             seed_order,
             unsupported: Vec::new(),
             replica_links: Vec::new(),
@@ -331,11 +340,20 @@ impl Cluster {
             ..
         } = *request;
         let asking = ask.is_some();
+        let mut window = ReplyWindow::new(reply_timeout, deadline);
         let index = match ask {
             Some(target) => self.node_index(target),
             None => {
+                if self
+                    .shared
+                    .as_mut()
+                    .is_some_and(|shared| shared.due(window.now))
+                {
+                    self.adopt_shared_map();
+                }
                 if self.slots[usize::from(slot)] == NO_OWNER || self.refreshed.is_none() {
                     self.refresh_map(deadline)?;
+                    window = window.reopened();
                 }
                 match self.slots[usize::from(slot)] {
                     NO_OWNER => {
@@ -345,16 +363,27 @@ impl Cluster {
                 }
             }
         };
-        let window = ReplyWindow::new(reply_timeout, deadline);
         if window.now >= deadline {
             return Err(Failure::new(out_of_time("no time left for the request")));
         }
         let replies = self
             .send(index, packed, count, asking, window, request.retry_broken)
-            .map_err(|error| Failure {
-                unreachable: Some(Unreachable::of(&error)),
-                broken: true,
-                ..Failure::new(error)
+            .map_err(|error| {
+                // Not the node to ask for a fresh map next.
+                let failed = &self.nodes[index].addr;
+                if let Some(seed) = self
+                    .config
+                    .seeds
+                    .iter()
+                    .position(|seed| seed.port == failed.port && seed.host == failed.host)
+                {
+                    self.ask_seed_last(seed);
+                }
+                Failure {
+                    unreachable: Some(Unreachable::of(&error)),
+                    broken: true,
+                    ..Failure::new(error)
+                }
             })?;
         let next = self.redirect(slot, index, &replies);
         Ok((replies, next))
@@ -422,10 +451,46 @@ impl Cluster {
         )
     }
 
-    /// Fetches the slot map from a node we are connected to, else from the
-    /// seeds in turn, each asked within what is left of `deadline`; the first
-    /// good answer ends it. A seed connection is kept only if the seed is a primary.
+    /// Installs the map a sibling shared, if it was fetched after ours;
+    /// returns whether it did.
+    fn adopt_shared_map(&mut self) -> bool {
+        let Some((map, fetched_ms)) = self
+            .shared
+            .as_mut()
+            .and_then(|shared| shared.newer(self.map_fetched_ms))
+        else {
+            return false;
+        };
+        self.install_map(map);
+        // As old as its fetch: a MOVED soon after fetches a fresh one.
+        let age = Duration::from_millis(shared_map::unix_ms().saturating_sub(fetched_ms));
+        self.refreshed = self
+            .refreshed
+            .and_then(|now| now.checked_sub(age))
+            .or(self.refreshed);
+        self.map_fetched_ms = fetched_ms;
+        stats::slot_map(SlotMapSource::Shared);
+        true
+    }
+
+    /// Installs a map fetched from a node just now, and shares it.
+    fn install_fetched_map(&mut self, map: SlotMap) {
+        self.map_fetched_ms = shared_map::unix_ms();
+        if let Some(shared) = &mut self.shared {
+            shared.publish(&map, self.map_fetched_ms);
+        }
+        self.install_map(map);
+        stats::slot_map(SlotMapSource::Fetched);
+    }
+
+    /// Takes a map a sibling fetched after ours, else fetches it from a node
+    /// we are connected to, else from the seeds in turn, each asked within
+    /// what is left of `deadline`; the first good answer ends it. A seed
+    /// connection is kept only if the seed is a primary.
     fn refresh_map(&mut self, deadline: Instant) -> Result<(), Failure> {
+        if self.adopt_shared_map() {
+            return Ok(());
+        }
         let mut last_error = None;
         let connected: Vec<usize> = (0..self.nodes.len())
             .filter(|&i| self.nodes[i].connection.is_some())
@@ -440,7 +505,7 @@ impl Cluster {
                     let asked = self.nodes[index].addr.clone();
                     match parse_slots(replies.pop(), &asked) {
                         Ok(map) => {
-                            self.install_map(map);
+                            self.install_fetched_map(map);
                             return Ok(());
                         }
                         Err(error) => last_error = Some(error),
@@ -461,7 +526,7 @@ impl Cluster {
             };
             match self.map_from_seed(&asked, deadline) {
                 Ok((map, connection)) => {
-                    self.install_map(map);
+                    self.install_fetched_map(map);
                     if let Some(node) = self.nodes.iter_mut().find(|node| node.addr == asked) {
                         node.connection.get_or_insert(connection);
                     }
@@ -469,9 +534,7 @@ impl Cluster {
                 }
                 Err(error) => {
                     last_error = Some(error);
-                    // Tried last next time.
-                    self.seed_order.retain(|&index| index != seed_index);
-                    self.seed_order.push(seed_index);
+                    self.ask_seed_last(seed_index);
                 }
             }
         }
@@ -481,6 +544,12 @@ impl Cluster {
                 RedisError::from((ErrorKind::InvalidClientConfig, "no seed to connect to"))
             }))
         })
+    }
+
+    /// A seed that failed is asked last for the next map.
+    fn ask_seed_last(&mut self, seed_index: usize) {
+        self.seed_order.retain(|&index| index != seed_index);
+        self.seed_order.push(seed_index);
     }
 
     fn map_from_seed(&self, asked: &NodeAddr, deadline: Instant) -> RedisResult<(SlotMap, Link)> {
@@ -808,6 +877,7 @@ pub fn is_transient(err: &RedisError) -> bool {
 }
 
 mod fallback;
+mod shared_map;
 pub use fallback::ReadFrom;
 #[cfg(test)]
 mod server_replies;

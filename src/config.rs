@@ -18,6 +18,8 @@ pub struct ConnectionConfig {
     /// Connections kept for the worker's life; without, closed at each
     /// request's end (`persistent=0`).
     pub persistent: bool,
+    /// The slot map shared with this user's other workers (`shared_slot_map`).
+    pub shared_slot_map: bool,
 }
 
 impl From<&SavePath> for ConnectionConfig {
@@ -29,6 +31,7 @@ impl From<&SavePath> for ConnectionConfig {
             read_timeout: path.read_timeout,
             tls: path.tls.clone(),
             persistent: path.persistent,
+            shared_slot_map: path.shared_slot_map,
         }
     }
 }

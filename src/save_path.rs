@@ -79,6 +79,9 @@ pub struct SavePath {
     /// value PHP takes as true), or close them at each request's end
     /// (`persistent=0`, as phpredis means it), keeping the slot map.
     pub persistent: bool,
+    /// `shared_slot_map`: share the slot map with this user's other workers
+    /// on the machine (absent, or true), or keep it to this process (`0`).
+    pub shared_slot_map: bool,
 }
 
 /// A malformed save_path. The texts are phpredis's where it has one; none of
@@ -165,12 +168,8 @@ pub fn parse(save_path: &str) -> Result<SavePath, SavePathError> {
     };
     let auth = parse_auth(params.remove("auth"))?;
     let failover = parse_failover(params.remove("failover"))?;
-    // PHP's truth of a string, as phpredis reads it: only "" and "0" are false.
-    let persistent = match params.remove("persistent") {
-        None => true,
-        Some(Param::Scalar(raw)) => !matches!(raw.as_slice(), b"" | b"0"),
-        Some(Param::Array(_)) => return Err(SavePathError::NotAString("persistent")),
-    };
+    let persistent = parse_switch(params.remove("persistent"), "persistent")?;
+    let shared_slot_map = parse_switch(params.remove("shared_slot_map"), "shared_slot_map")?;
     Ok(SavePath {
         seeds,
         connect_timeout,
@@ -180,7 +179,18 @@ pub fn parse(save_path: &str) -> Result<SavePath, SavePathError> {
         tls,
         failover,
         persistent,
+        shared_slot_map,
     })
+}
+
+/// An on/off switch, on when absent; PHP's truth of a string, as phpredis
+/// reads `persistent`: only "" and "0" are false.
+fn parse_switch(param: Option<Param>, name: &'static str) -> Result<bool, SavePathError> {
+    match param {
+        None => Ok(true),
+        Some(Param::Scalar(raw)) => Ok(!matches!(raw.as_slice(), b"" | b"0")),
+        Some(Param::Array(_)) => Err(SavePathError::NotAString(name)),
+    }
 }
 
 /// phpredis's values, in any case.
@@ -529,7 +539,7 @@ mod tests {
     }
 
     #[test]
-    fn persistent_is_false_only_as_php_reads_a_string() {
+    fn switches_are_false_only_as_php_reads_a_string() {
         let persistent = |value: &str| parse(&format!("seed[]=h:1{value}")).map(|p| p.persistent);
         assert_eq!(persistent(""), Ok(true));
         for kept in [
@@ -546,6 +556,13 @@ mod tests {
         assert_eq!(
             persistent("&persistent[]=0"),
             Err(SavePathError::NotAString("persistent"))
+        );
+        let shared = |value: &str| parse(&format!("seed[]=h:1{value}")).map(|p| p.shared_slot_map);
+        assert_eq!(shared(""), Ok(true));
+        assert_eq!(shared("&shared_slot_map=0"), Ok(false));
+        assert_eq!(
+            shared("&shared_slot_map[]=0"),
+            Err(SavePathError::NotAString("shared_slot_map"))
         );
     }
 
@@ -767,6 +784,7 @@ mod fuzz {
                 "{",
                 "}",
                 "persistent=1",
+                "shared_slot_map=0",
                 "failover=error",
                 "stream[verify_peer]=0",
             ])

@@ -88,6 +88,26 @@ impl NodeEvent {
     }
 }
 
+/// Where a slot map came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotMapSource {
+    /// `CLUSTER SLOTS` from a node.
+    Fetched,
+    /// The file this user's workers share (`shared_slot_map`).
+    Shared,
+}
+
+impl SlotMapSource {
+    const ALL: [SlotMapSource; 2] = [SlotMapSource::Fetched, SlotMapSource::Shared];
+
+    fn name(self) -> &'static str {
+        match self {
+            SlotMapSource::Fetched => "fetched",
+            SlotMapSource::Shared => "shared",
+        }
+    }
+}
+
 const RELEASE_COMMANDS: [(ReleaseCommand, &str); 3] = [
     (ReleaseCommand::Eval, "lua"),
     (ReleaseCommand::Delex, "delex"),
@@ -120,6 +140,7 @@ struct Counters {
     fallback_reads: [AtomicU64; 2],
     connects: AtomicU64,
     node_connections: [AtomicU64; NodeEvent::ALL.len()],
+    slot_maps: [AtomicU64; SlotMapSource::ALL.len()],
     errors: [AtomicU64; ErrorKind::ALL.len()],
 }
 
@@ -140,6 +161,7 @@ impl Counters {
             fallback_reads: [const { AtomicU64::new(0) }; 2],
             connects: AtomicU64::new(0),
             node_connections: [const { AtomicU64::new(0) }; NodeEvent::ALL.len()],
+            slot_maps: [const { AtomicU64::new(0) }; SlotMapSource::ALL.len()],
             errors: [const { AtomicU64::new(0) }; ErrorKind::ALL.len()],
         }
     }
@@ -336,6 +358,12 @@ pub fn node_connection(event: NodeEvent) {
     }
 }
 
+pub fn slot_map(source: SlotMapSource) {
+    if let Some(index) = SlotMapSource::ALL.iter().position(|s| *s == source) {
+        bump(|c| &c.slot_maps[index]);
+    }
+}
+
 pub fn error(kind: ErrorKind) {
     if let Some(index) = ErrorKind::ALL.iter().position(|k| *k == kind) {
         bump(|c| &c.errors[index]);
@@ -395,6 +423,13 @@ pub fn snapshot() -> Vec<(&'static str, Stat)> {
             group(
                 &mut NodeEvent::ALL.iter().map(|event| event.name()),
                 &c.node_connections,
+            ),
+        ),
+        (
+            "slot_maps",
+            group(
+                &mut SlotMapSource::ALL.iter().map(|source| source.name()),
+                &c.slot_maps,
             ),
         ),
         (
@@ -492,6 +527,16 @@ pub fn prometheus_text() -> String {
         "counter",
         "Connections to nodes: opened, found closed while idle (replaced before use), closed by the peer at their next use (the call repeated at once), refused by a node at maxclients.",
         &by("event", &events, &c.node_connections),
+    );
+    let sources: Vec<&str> = SlotMapSource::ALL
+        .iter()
+        .map(|source| source.name())
+        .collect();
+    family(
+        "slot_maps_total",
+        "counter",
+        "Slot maps installed: fetched from a node (CLUSTER SLOTS), or taken from the file this user's workers share.",
+        &by("source", &sources, &c.slot_maps),
     );
     let kinds: Vec<&str> = ErrorKind::ALL.iter().map(|kind| kind.name()).collect();
     family(

@@ -1,0 +1,361 @@
+//! The slot map shared by this user's workers on one machine, so that a new
+//! worker (recycled by `pm.max_requests`, started by `pm=ondemand` or a
+//! deploy) asks no seed for a map its siblings already have, and a map one
+//! worker fetched after a `MOVED` reaches the others within a second.
+//!
+//! The trust boundary: php-fpm pools of different users fork from one master,
+//! so memory made before the fork is writable by all of them. A map routes
+//! traffic, with its `AUTH` password and session data, so it is shared only
+//! through a file in `/dev/shm` that this user made: mode 0600, named by the
+//! user and a hash of the seeds, user name and TLS settings, and holding a
+//! hash of everything that decides where traffic goes and with which
+//! credentials (the password included, never in the name, which anyone can
+//! list). Every read checks the owner, the mode, the size, the format's
+//! version, that identity and a checksum; a file that fails any of them is
+//! ignored, and a worker still follows `MOVED` and `ASK` as it always does,
+//! so a stale map costs a redirect, never a wrong write. A writer replaces
+//! the file whole (`rename`), so a reader never sees half of one.
+
+use std::fmt::Write as _;
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ring::digest::{Context, SHA256};
+
+use super::{SlotMap, SlotRange};
+use crate::config::{ConnectionConfig, NodeAddr};
+use crate::keys::SLOT_COUNT;
+
+const DIRECTORY: &str = "/dev/shm";
+/// The format's first line; another version is ignored.
+const HEADER: &str = "rediscluster_session slot map 1";
+/// A map of 16384 single-slot ranges with two replicas each fits.
+const MAX_BYTES: u64 = 4 << 20;
+/// How often a worker looks for a map another one fetched.
+pub const CHECK_INTERVAL: Duration = Duration::from_secs(1);
+/// A map fetched longer ago is not taken: a worker that starts then asks a
+/// seed, and shares what it got.
+const MAX_AGE_MS: u64 = 10 * 60 * 1000;
+
+/// This cluster's shared map file, as this process last saw it.
+pub struct SharedMap {
+    path: PathBuf,
+    /// SHA-256 of what decides where traffic goes and with which credentials.
+    identity: String,
+    uid: u32,
+    /// The file's inode, change time and size when last read: unchanged, it is not read again.
+    seen: Option<(u64, i64, i64, u64)>,
+    next_check: Option<Instant>,
+}
+
+impl SharedMap {
+    pub fn new(config: &ConnectionConfig) -> SharedMap {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let uid = unsafe { geteuid() };
+        let name = hex(&digest_of(config, uid, false))[..32].to_owned();
+        SharedMap {
+            path: PathBuf::from(format!(
+                "{DIRECTORY}/rediscluster_session-{uid}-{name}.slots"
+            )),
+            identity: hex(&digest_of(config, uid, true)),
+            uid,
+            seen: None,
+            next_check: None,
+        }
+    }
+
+    /// Whether it is time to look at the file again (at most once per
+    /// [`CHECK_INTERVAL`]); `now` is a clock reading the caller has anyway.
+    pub fn due(&mut self, now: Instant) -> bool {
+        if self.next_check.is_some_and(|at| now < at) {
+            return false;
+        }
+        self.next_check = Some(now + CHECK_INTERVAL);
+        true
+    }
+
+    /// The map in the file and when it was fetched (ms since the epoch), if
+    /// the file changed since last seen, passes every check, and was fetched
+    /// after `than_ms`, within [`MAX_AGE_MS`].
+    pub fn newer(&mut self, than_ms: u64) -> Option<(SlotMap, u64)> {
+        let file = File::open(&self.path).ok()?;
+        let meta = file.metadata().ok()?;
+        let stamp = (meta.ino(), meta.ctime(), meta.ctime_nsec(), meta.len());
+        if self.seen == Some(stamp) {
+            return None;
+        }
+        self.seen = Some(stamp);
+        let ours = meta.file_type().is_file() && meta.uid() == self.uid && meta.mode() & 0o077 == 0;
+        if !ours || meta.len() > MAX_BYTES {
+            return None;
+        }
+        let mut text = String::new();
+        file.take(MAX_BYTES).read_to_string(&mut text).ok()?;
+        let (map, fetched_ms) = parse(&text, &self.identity)?;
+        let now_ms = unix_ms();
+        (fetched_ms > than_ms && fetched_ms <= now_ms && now_ms - fetched_ms <= MAX_AGE_MS)
+            .then_some((map, fetched_ms))
+    }
+
+    /// Shares a map fetched at `fetched_ms`. Best effort: a file another
+    /// user made under this name, a full or missing `/dev/shm`, and the map
+    /// is simply not shared.
+    pub fn publish(&mut self, map: &SlotMap, fetched_ms: u64) {
+        let Some(text) = format(map, &self.identity, fetched_ms) else {
+            return;
+        };
+        let temporary = self
+            .path
+            .with_extension(format!("{}.tmp", std::process::id()));
+        // A file left by a process of the same pid that died mid-write goes first.
+        let _ = fs::remove_file(&temporary);
+        let written = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temporary)
+            .and_then(|mut file| file.write_all(text.as_bytes()))
+            .and_then(|()| fs::rename(&temporary, &self.path));
+        if written.is_err() {
+            let _ = fs::remove_file(&temporary);
+        }
+    }
+}
+
+unsafe extern "C" {
+    fn geteuid() -> u32;
+}
+
+pub fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
+}
+
+/// The hash that names the file (`with_password` false) or that the file
+/// must hold: the user, the seeds, the ACL user and the TLS settings, and
+/// for the latter the password too. Timeouts and `persistent` route nothing.
+fn digest_of(config: &ConnectionConfig, uid: u32, with_password: bool) -> Vec<u8> {
+    let mut context = Context::new(&SHA256);
+    let mut field = |bytes: &[u8]| {
+        context.update(&(bytes.len() as u64).to_le_bytes());
+        context.update(bytes);
+    };
+    field(HEADER.as_bytes());
+    field(&uid.to_le_bytes());
+    for seed in &config.seeds {
+        field(seed.host.as_bytes());
+        field(&seed.port.to_le_bytes());
+    }
+    let auth = config.auth.as_ref();
+    field(
+        auth.and_then(|auth| auth.user.as_deref())
+            .unwrap_or("")
+            .as_bytes(),
+    );
+    if with_password {
+        field(auth.map_or(&[][..], |auth| auth.password.as_bytes()));
+    }
+    field(format!("{:?}", config.tls).as_bytes());
+    context.finish().as_ref().to_vec()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().fold(String::new(), |mut out, byte| {
+        let _ = write!(out, "{byte:02x}");
+        out
+    })
+}
+
+fn checksum(body: &str) -> String {
+    hex(ring::digest::digest(&SHA256, body.as_bytes()).as_ref())
+}
+
+/// The file's text: the header, the identity, when the map was fetched, a
+/// line per range (`start end host port`, the primary then its replicas),
+/// and the checksum of all that. `None` for a host that would not read back.
+fn format(map: &SlotMap, identity: &str, fetched_ms: u64) -> Option<String> {
+    let mut body = format!("{HEADER}\n{identity}\n{fetched_ms}\n");
+    for range in map {
+        let _ = write!(body, "{} {}", range.start, range.end);
+        for node in std::iter::once(&range.primary).chain(&range.replicas) {
+            if !is_plain_host(&node.host) {
+                return None;
+            }
+            let _ = write!(body, " {} {}", node.host, node.port);
+        }
+        body.push('\n');
+    }
+    let sum = checksum(&body);
+    Some(format!("{body}{sum}\n"))
+}
+
+/// A host name or address: no separator, control or non-ASCII character.
+fn is_plain_host(host: &str) -> bool {
+    !host.is_empty() && host.len() <= 255 && host.bytes().all(|byte| byte.is_ascii_graphic())
+}
+
+/// The map a file's text holds, if it is whole, of this format and of this
+/// identity, with when it was fetched.
+fn parse(text: &str, identity: &str) -> Option<(SlotMap, u64)> {
+    let body_end = text.strip_suffix('\n')?.rfind('\n')? + 1;
+    let (body, sum) = text.split_at(body_end);
+    if sum.trim_end_matches('\n') != checksum(body) {
+        return None;
+    }
+    let mut lines = body.lines();
+    if lines.next()? != HEADER || lines.next()? != identity {
+        return None;
+    }
+    let fetched_ms = lines.next()?.parse().ok()?;
+    let mut map = Vec::new();
+    for line in lines {
+        let mut words = line.split(' ');
+        let start: u16 = words.next()?.parse().ok()?;
+        let end: u16 = words.next()?.parse().ok()?;
+        if start > end || end >= SLOT_COUNT {
+            return None;
+        }
+        let mut nodes = Vec::new();
+        while let Some(host) = words.next() {
+            let port = words.next()?.parse().ok()?;
+            if !is_plain_host(host) {
+                return None;
+            }
+            nodes.push(NodeAddr {
+                host: host.to_owned(),
+                port,
+            });
+        }
+        if nodes.is_empty() {
+            return None;
+        }
+        let primary = nodes.remove(0);
+        map.push(SlotRange {
+            start,
+            end,
+            primary,
+            replicas: nodes,
+        });
+    }
+    (!map.is_empty()).then_some((map, fetched_ms))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+    use crate::save_path::{Auth, Seed};
+
+    fn config(password: &str) -> ConnectionConfig {
+        ConnectionConfig {
+            seeds: vec![Seed {
+                host: "127.0.0.1".into(),
+                port: 7000,
+            }],
+            auth: Some(Auth {
+                user: Some("sessions".into()),
+                password: password.into(),
+            }),
+            connect_timeout: Duration::from_secs(1),
+            read_timeout: Duration::from_secs(1),
+            tls: None,
+            persistent: true,
+            shared_slot_map: true,
+        }
+    }
+
+    fn node(port: u16) -> NodeAddr {
+        NodeAddr {
+            host: "10.0.0.1".into(),
+            port,
+        }
+    }
+
+    fn map() -> SlotMap {
+        vec![
+            SlotRange {
+                start: 0,
+                end: 8191,
+                primary: node(7000),
+                replicas: vec![node(7003)],
+            },
+            SlotRange {
+                start: 8192,
+                end: 16383,
+                primary: node(7001),
+                replicas: vec![],
+            },
+        ]
+    }
+
+    fn ports(map: &SlotMap) -> Vec<(u16, u16, u16, Vec<u16>)> {
+        map.iter()
+            .map(|r| {
+                let replicas = r.replicas.iter().map(|n| n.port).collect();
+                (r.start, r.end, r.primary.port, replicas)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_map_reads_back_whole_and_nothing_else_does() {
+        let text = format(&map(), "id", 42).unwrap();
+        let (back, at) = parse(&text, "id").unwrap();
+        assert_eq!((ports(&back), at), (ports(&map()), 42));
+        // Another identity (another password), a torn file, a changed byte.
+        assert!(parse(&text, "other").is_none());
+        for cut in 1..text.len() {
+            assert!(parse(&text[..cut], "id").is_none(), "cut at {cut}");
+        }
+        assert!(parse(&text.replacen("7001", "7002", 1), "id").is_none());
+        // A host that could not be read back is not shared.
+        let mut odd = map();
+        odd[0].primary.host = "a b".into();
+        assert!(format(&odd, "id", 1).is_none());
+    }
+
+    #[test]
+    fn the_password_is_in_the_identity_but_not_in_the_name() {
+        let (one, two) = (
+            SharedMap::new(&config("one")),
+            SharedMap::new(&config("two")),
+        );
+        assert_eq!(one.path, two.path);
+        assert_ne!(one.identity, two.identity);
+        let path = one.path.to_string_lossy();
+        assert!(path.starts_with("/dev/shm/rediscluster_session-") && !path.contains("one"));
+    }
+
+    #[test]
+    fn a_published_map_is_read_by_another_process_once_and_only_if_newer() {
+        let mut config = config("pw");
+        config.seeds[0].port = 1 + (std::process::id() % 60000) as u16;
+        let (mut writer, mut reader) = (SharedMap::new(&config), SharedMap::new(&config));
+        let now = unix_ms();
+        writer.publish(&map(), now);
+        let mode = fs::metadata(&writer.path).unwrap().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let (read, at) = reader.newer(0).unwrap();
+        assert_eq!((ports(&read), at), (ports(&map()), now));
+        // Unchanged since: not read again.
+        assert!(reader.newer(0).is_none());
+        // Not newer than the reader's own map.
+        writer.publish(&map(), now);
+        assert!(reader.newer(now).is_none());
+        // Too old.
+        writer.publish(&map(), now - MAX_AGE_MS - 1);
+        assert!(reader.newer(0).is_none());
+        // Readable by others: ignored.
+        writer.publish(&map(), now);
+        fs::set_permissions(&writer.path, fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(reader.newer(0).is_none());
+        fs::remove_file(&writer.path).unwrap();
+    }
+}
