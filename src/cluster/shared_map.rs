@@ -21,6 +21,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ring::digest::{Context, SHA256};
@@ -107,9 +108,12 @@ impl SharedMap {
         let Some(text) = format(map, &self.identity, fetched_ms) else {
             return;
         };
+        // One name per writer: threads of one process (ZTS) write apart too.
+        static WRITES: AtomicU64 = AtomicU64::new(0);
+        let write = WRITES.fetch_add(1, Relaxed);
         let temporary = self
             .path
-            .with_extension(format!("{}.tmp", std::process::id()));
+            .with_extension(format!("{}-{write}.tmp", std::process::id()));
         // A file left by a process of the same pid that died mid-write goes first.
         let _ = fs::remove_file(&temporary);
         let written = OpenOptions::new()
