@@ -5,7 +5,8 @@ The slot map shared by this user's workers: a fresh worker takes the one a sibli
 require __DIR__ . '/inc/setup.php';
 // A seed no one else names, last (never asked while the others answer): this
 // test's workers share a map of their own, not one an earlier test left.
-$save_path = rcs_save_path('seed[]=rcs-' . bin2hex(random_bytes(6)) . '.invalid:1&prefix=' . urlencode(rcs_prefix()));
+$own_seed = 'rcs-' . bin2hex(random_bytes(6)) . '.invalid:1';
+$save_path = rcs_save_path("seed[]=$own_seed&prefix=" . urlencode(rcs_prefix()));
 $ini = ['session.save_path' => $save_path, 'session.lazy_write' => '1'];
 // A session whose slot holds no key (earlier tests' sessions live on): it can move at once.
 do {
@@ -32,15 +33,18 @@ $errorstat = function (string $error) {
 $temporary = tempnam(sys_get_temp_dir(), 'rcs');
 $uid = fileowner($temporary);
 unlink($temporary);
-$map_file = function () use ($uid) {
-    $files = glob("/dev/shm/rediscluster_session-$uid-*.slots");
-    usort($files, fn($a, $b) => filemtime($b) <=> filemtime($a));
-    return $files[0] ?? null;
+// This test's map file: the one in this user's directory that names its own seed.
+$map_file = function () use ($uid, $own_seed) {
+    foreach (glob("/dev/shm/rediscluster_session-$uid/*.slots") as $file) {
+        if (str_contains((string)@file_get_contents($file), $own_seed)) return $file;
+    }
+    return null;
 };
+register_shutdown_function(fn() => ($file = $map_file()) !== null && unlink($file));
 
 $fresh('first worker');
 $file = $map_file();
-printf("shared file: mode %o, ours: %s\n", fileperms($file) & 0777, json_encode(fileowner($file) === $uid));
+printf("shared file: mode %o, ours: %s, in a directory of mode %o\n", fileperms($file) & 0777, json_encode(fileowner($file) === $uid), fileperms(dirname($file)) & 0777);
 $fresh('second worker');
 $fresh('shared_slot_map=0', ['session.save_path' => "$save_path&shared_slot_map=0"]);
 
@@ -85,7 +89,7 @@ $fresh('file changed');
 ?>
 --EXPECTF--
 first worker: {"maps":{"fetched":1,"shared":0},"opened":%d}, CLUSTER SLOTS calls: some
-shared file: mode 600, ours: true
+shared file: mode 600, ours: true, in a directory of mode 700
 second worker: {"maps":{"fetched":0,"shared":1},"opened":1}, CLUSTER SLOTS calls: none
 shared_slot_map=0: {"maps":{"fetched":1,"shared":0},"opened":%d}, CLUSTER SLOTS calls: some
 running worker: {"maps":{"fetched":0,"shared":1},"opened":1}

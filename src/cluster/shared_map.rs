@@ -6,20 +6,21 @@
 //! The trust boundary: php-fpm pools of different users fork from one master,
 //! so memory made before the fork is writable by all of them. A map routes
 //! traffic, with its `AUTH` password and session data, so it is shared only
-//! through a file in `/dev/shm` that this user made: mode 0600, named by the
-//! user and a hash of the seeds, user name and TLS settings, and holding a
-//! hash of everything that decides where traffic goes and with which
-//! credentials (the password included, never in the name, which anyone can
-//! list). Every read checks the owner, the mode, the size, the format's
-//! version, that identity and a checksum; a file that fails any of them is
-//! ignored, and a worker still follows `MOVED` and `ASK` as it always does,
-//! so a stale map costs a redirect, never a wrong write. A writer replaces
-//! the file whole (`rename`), so a reader never sees half of one.
+//! through a directory of this user's in `/dev/shm`, mode 0700, checked
+//! (owner, mode, not a symlink) before every use: no other user can list it
+//! or put a file, FIFO or symlink in it. Its files, mode 0600, are named by
+//! a hash of everything that decides where traffic goes and with which
+//! credentials (seeds, ACL user, password, TLS settings), which each file
+//! also holds. Every read checks the file's type, owner, mode and size, the
+//! format's version, that identity and a checksum; a file that fails any of
+//! them is ignored, and a worker still follows `MOVED` and `ASK` as it always
+//! does, so a stale map costs a redirect, never a wrong write. A writer
+//! replaces the file whole (`rename`), so a reader never sees half of one.
 
 use std::fmt::Write as _;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -30,7 +31,7 @@ use super::{SlotMap, SlotRange};
 use crate::config::{ConnectionConfig, NodeAddr};
 use crate::keys::SLOT_COUNT;
 
-const DIRECTORY: &str = "/dev/shm";
+const SHARED_MEMORY: &str = "/dev/shm";
 /// The format's first line; another version is ignored.
 const HEADER: &str = "rediscluster_session slot map 1";
 /// A map of 16384 single-slot ranges with two replicas each fits.
@@ -43,8 +44,11 @@ const MAX_AGE_MS: u64 = 10 * 60 * 1000;
 
 /// This cluster's shared map file, as this process last saw it.
 pub struct SharedMap {
+    /// This user's directory of maps.
+    directory: PathBuf,
     path: PathBuf,
-    /// SHA-256 of what decides where traffic goes and with which credentials.
+    /// SHA-256 of what decides where traffic goes and with which
+    /// credentials, and the seeds: the file's second line.
     identity: String,
     uid: u32,
     /// The file's inode, change time and size when last read: unchanged, it is not read again.
@@ -56,16 +60,33 @@ impl SharedMap {
     pub fn new(config: &ConnectionConfig) -> SharedMap {
         // SAFETY: geteuid has no preconditions and cannot fail.
         let uid = unsafe { geteuid() };
-        let name = hex(&digest_of(config, uid, false))[..32].to_owned();
+        // The seeds in plain text too, for whoever looks at the file.
+        let seeds: Vec<String> = (config.seeds.iter())
+            .map(|seed| {
+                format!("{}:{}", seed.host, seed.port).replace(|c: char| !c.is_ascii_graphic(), "?")
+            })
+            .collect();
+        let identity = format!("{} seeds {}", hex(&digest_of(config, uid)), seeds.join(","));
+        let directory = PathBuf::from(format!("{SHARED_MEMORY}/rediscluster_session-{uid}"));
         SharedMap {
-            path: PathBuf::from(format!(
-                "{DIRECTORY}/rediscluster_session-{uid}-{name}.slots"
-            )),
-            identity: hex(&digest_of(config, uid, true)),
+            path: directory.join(format!("{}.slots", &identity[..32])),
+            directory,
+            identity,
             uid,
             seen: None,
             next_check: None,
         }
+    }
+
+    /// Whether the directory is this user's own and private, made if missing.
+    /// Checked before every use: a name in `/dev/shm` anyone may take first
+    /// (then nothing is shared), and the sticky bit keeps others from
+    /// replacing it once it is ours.
+    fn directory_is_private(&self) -> bool {
+        let _ = fs::DirBuilder::new().mode(0o700).create(&self.directory);
+        fs::symlink_metadata(&self.directory).is_ok_and(|meta| {
+            meta.file_type().is_dir() && meta.uid() == self.uid && meta.mode() & 0o077 == 0
+        })
     }
 
     /// Whether it is time to look at the file again (at most once per
@@ -82,6 +103,9 @@ impl SharedMap {
     /// the file changed since last seen, passes every check, and was fetched
     /// after `than_ms`, within [`MAX_AGE_MS`].
     pub fn newer(&mut self, than_ms: u64) -> Option<(SlotMap, u64)> {
+        if !self.directory_is_private() {
+            return None;
+        }
         let file = File::open(&self.path).ok()?;
         let meta = file.metadata().ok()?;
         let stamp = (meta.ino(), meta.ctime(), meta.ctime_nsec(), meta.len());
@@ -108,6 +132,9 @@ impl SharedMap {
         let Some(text) = format(map, &self.identity, fetched_ms) else {
             return;
         };
+        if !self.directory_is_private() {
+            return;
+        }
         // One name per writer: threads of one process (ZTS) write apart too.
         static WRITES: AtomicU64 = AtomicU64::new(0);
         let write = WRITES.fetch_add(1, Relaxed);
@@ -141,10 +168,10 @@ pub fn unix_ms() -> u64 {
         })
 }
 
-/// The hash that names the file (`with_password` false) or that the file
-/// must hold: the user, the seeds, the ACL user and the TLS settings, and
-/// for the latter the password too. Timeouts and `persistent` route nothing.
-fn digest_of(config: &ConnectionConfig, uid: u32, with_password: bool) -> Vec<u8> {
+/// What the file must hold, and names it: a hash of the user, the seeds,
+/// the ACL user and password and the TLS settings. Timeouts and
+/// `persistent` route nothing.
+fn digest_of(config: &ConnectionConfig, uid: u32) -> Vec<u8> {
     let mut context = Context::new(&SHA256);
     let mut field = |bytes: &[u8]| {
         context.update(&(bytes.len() as u64).to_le_bytes());
@@ -162,9 +189,7 @@ fn digest_of(config: &ConnectionConfig, uid: u32, with_password: bool) -> Vec<u8
             .unwrap_or("")
             .as_bytes(),
     );
-    if with_password {
-        field(auth.map_or(&[][..], |auth| auth.password.as_bytes()));
-    }
+    field(auth.map_or(&[][..], |auth| auth.password.as_bytes()));
     field(format!("{:?}", config.tls).as_bytes());
     context.finish().as_ref().to_vec()
 }
@@ -326,15 +351,17 @@ mod tests {
     }
 
     #[test]
-    fn the_password_is_in_the_identity_but_not_in_the_name() {
+    fn each_password_has_a_file_of_its_own_in_a_private_directory() {
         let (one, two) = (
             SharedMap::new(&config("one")),
             SharedMap::new(&config("two")),
         );
-        assert_eq!(one.path, two.path);
+        assert_ne!(one.path, two.path);
         assert_ne!(one.identity, two.identity);
-        let path = one.path.to_string_lossy();
-        assert!(path.starts_with("/dev/shm/rediscluster_session-") && !path.contains("one"));
+        assert!(one.path.starts_with(&one.directory) && one.directory.starts_with("/dev/shm"));
+        assert!(one.directory_is_private());
+        let mode = fs::metadata(&one.directory).unwrap().mode();
+        assert_eq!(mode & 0o777, 0o700);
     }
 
     #[test]
