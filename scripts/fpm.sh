@@ -5,6 +5,8 @@
 #   scripts/fpm.sh start DIR HTTP_PORT APP_DIR WORKERS [INI=VALUE...]
 #   scripts/fpm.sh stop DIR
 # The FPM log (DIR/fpm.log) gets every PHP warning and notice of the workers.
+# FPM_MAX_REQUESTS=N sets the pool's pm.max_requests (each worker is replaced
+# after N requests); unset, php-fpm's default (0: never).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -41,6 +43,7 @@ $user_lines
 listen = $fpm_listen
 pm = static
 pm.max_children = $workers
+${FPM_MAX_REQUESTS:+pm.max_requests = $FPM_MAX_REQUESTS}
 catch_workers_output = yes
 decorate_workers_output = no
 clear_env = no
