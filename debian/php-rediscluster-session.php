@@ -1,0 +1,1 @@
+mod debian/rediscluster_session.ini
