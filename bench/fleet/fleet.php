@@ -41,66 +41,33 @@ $fpm_dir = "$work/fpm";
 
 function say(string $message): void { fwrite(STDERR, "==> $message\n"); }
 
-/** RESP error reply. */
-final class RErr { public function __construct(public string $message) {} }
+require __DIR__ . '/../../php-tests/inc/resp.php';
 
-/** One kept connection to a node, opened again when the node closed it (`timeout 1`). */
+/** One node, reached again when it closed the connection (`timeout 1`) or refused it (`maxclients`). */
 final class Node {
-    private $socket = null;
+    /** Connections this benchmark opened to the node (the server counts them too). */
     public int $connects = 0;
+    private bool $connected = false;
     public function __construct(public string $addr) {}
 
     public function cmd(string ...$args) {
         for ($try = 0; ; $try++) {
             try {
-                if ($this->socket === null) {
-                    $s = @stream_socket_client("tcp://{$this->addr}", $errno, $error, 2);
-                    if (!$s) throw new RuntimeException("connect {$this->addr}: $error");
-                    stream_set_timeout($s, 5);
-                    $this->socket = $s;
-                    $this->connects++;
-                }
-                $out = '*' . count($args) . "\r\n";
-                foreach ($args as $a) $out .= '$' . strlen($a) . "\r\n$a\r\n";
-                if (@fwrite($this->socket, $out) !== strlen($out)) throw new RuntimeException('write failed');
-                $reply = $this->read();
-                if ($reply instanceof RErr && str_starts_with($reply->message, 'ERR max number of clients')) {
+                // Resp connects on the first send after a forget().
+                if (!$this->connected) $this->connects++;
+                $this->connected = true;
+                $reply = Resp::send($this->addr, $args);
+                if ($reply instanceof RespError && str_starts_with($reply->message, 'ERR max number of clients')) {
                     throw new RuntimeException($reply->message);
                 }
                 return $reply;
             } catch (RuntimeException $e) {
-                if ($this->socket) @fclose($this->socket);
-                $this->socket = null;
+                Resp::forget($this->addr);
+                $this->connected = false;
                 if ($try >= 2) throw $e;
                 usleep(100000);
             }
         }
-    }
-
-    private function read() {
-        $line = fgets($this->socket);
-        if ($line === false) throw new RuntimeException('connection closed');
-        $body = substr($line, 1, -2);
-        switch ($line[0]) {
-            case '+': return $body;
-            case '-': return new RErr($body);
-            case ':': return (int)$body;
-            case '$':
-                if ((int)$body < 0) return null;
-                $data = '';
-                $want = (int)$body + 2;
-                while (strlen($data) < $want) {
-                    $chunk = fread($this->socket, $want - strlen($data));
-                    if ($chunk === false || $chunk === '') throw new RuntimeException('short read');
-                    $data .= $chunk;
-                }
-                return substr($data, 0, -2);
-            case '*':
-                $items = [];
-                for ($i = 0; $i < (int)$body; $i++) $items[] = $this->read();
-                return $items;
-        }
-        throw new RuntimeException("bad reply: $line");
     }
 
     /** INFO fields of the sections named, as name => value. */
@@ -154,38 +121,39 @@ function set_all(string $name, string $value): void {
     }
 }
 
-/** CPU seconds of a master process (php-fpm's, nginx's) and its children, living and reaped. */
-function tree_cpu(string $pid_file): float {
+/** The stat fields (after the command name) of a master process and its children, by pid. */
+function tree_stats(string $pid_file): array {
     $master = (int)@file_get_contents($pid_file);
-    if (!$master) return 0.0;
-    $ticks = 0;
-    foreach (glob('/proc/[0-9]*/stat') as $file) {
+    $stats = [];
+    foreach ($master ? glob('/proc/[0-9]*/stat') : [] as $file) {
         $stat = @file_get_contents($file);
         if ($stat === false) continue;
         $f = explode(' ', substr($stat, (int)strrpos($stat, ')') + 2));
         if (count($f) < 15) continue;   // the process exited while being read
         $pid = (int)basename(dirname($file));
-        if ($pid === $master) $ticks += $f[11] + $f[12] + $f[13] + $f[14];
-        elseif ((int)$f[1] === $master) $ticks += $f[11] + $f[12];
+        if ($pid === $master || (int)$f[1] === $master) $stats[$pid] = $f;
+    }
+    return [$master, $stats];
+}
+
+/** CPU seconds of a master process (php-fpm's, nginx's) and its children, living and reaped. */
+function tree_cpu(string $pid_file): float {
+    [$master, $stats] = tree_stats($pid_file);
+    $ticks = 0;
+    foreach ($stats as $pid => $f) {
+        $ticks += $f[11] + $f[12] + ($pid === $master ? $f[13] + $f[14] : 0);
     }
     return $ticks / 100;   // CLK_TCK
 }
 
 /** Proportional set size of the php-fpm master and children, MB. */
 function fpm_pss(string $pid_file): array {
-    $master = (int)@file_get_contents($pid_file);
-    $kb = 0; $count = 0;
-    foreach (glob('/proc/[0-9]*/stat') as $file) {
-        $stat = @file_get_contents($file);
-        if ($stat === false) continue;
-        $f = explode(' ', substr($stat, (int)strrpos($stat, ')') + 2));
-        if (count($f) < 15) continue;   // the process exited while being read
-        $pid = (int)basename(dirname($file));
-        if ($pid !== $master && (int)$f[1] !== $master) continue;
-        if ($pid !== $master) $count++;
+    [$master, $stats] = tree_stats($pid_file);
+    $kb = 0;
+    foreach (array_keys($stats) as $pid) {
         if (preg_match('/^Pss:\s+(\d+)/m', (string)@file_get_contents("/proc/$pid/smaps_rollup"), $m)) $kb += (int)$m[1];
     }
-    return [$kb / 1024, $count];
+    return [$kb / 1024, count($stats) - (isset($stats[$master]) ? 1 : 0)];
 }
 
 /** [busy, total, steal] jiffies of the whole machine (steal: the hypervisor ran another guest). */
@@ -343,11 +311,11 @@ function stored_n(string $key): int {
     $node = $primaries[0];
     for ($hop = 0; $hop < 5; $hop++) {
         $v = $node->cmd('GET', $key);
-        if ($v instanceof RErr && preg_match('/^MOVED \d+ (\S+)/', $v->message, $m)) {
+        if ($v instanceof RespError && preg_match('/^MOVED \d+ (\S+)/', $v->message, $m)) {
             foreach ($nodes as $n) if ($n->addr === $m[1]) $node = $n;
             continue;
         }
-        if ($v instanceof RErr) throw new RuntimeException("GET $key: {$v->message}");
+        if ($v instanceof RespError) throw new RuntimeException("GET $key: {$v->message}");
         return $v !== null && preg_match('/(?:^|;|\})n\|i:(\d+);/', $v, $mm) ? (int)$mm[1] : 0;
     }
     throw new RuntimeException("GET $key: too many redirects");
