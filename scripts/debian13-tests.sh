@@ -18,6 +18,7 @@ if [[ ${1:-} =~ ^[0-9]+$ ]]; then base=$1; shift; fi
 # Built for PHP 8.4 and Debian 13's libraries: a target directory of its own.
 export CARGO_TARGET_DIR=$ROOT/target/debian13
 "$ROOT/scripts/build.sh"
+"$ROOT/scripts/pie-binaries.sh"
 [ -n "$test_bin" ] || test_bin=$(test_binary)
 # The TLS test's cluster beside it, with certificates of its own.
 tls_base=$((base + 50)) tls_dir=$ROOT/.cluster/tls-certs-debian13

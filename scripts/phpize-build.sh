@@ -41,6 +41,8 @@ php -n -d "extension=$so" -r '
     if (!PHP_ZTS && $ext["support-nts"] !== true) $problems[] = "support-nts must be true: this NTS build works";
     $families = ["windows", "bsd", "darwin", "solaris", "linux", "unknown"];
     if (array_diff($ext["os-families"] ?? [], $families)) $problems[] = "unknown os-families";
+    // A prebuilt archive where one matches (scripts/pie-binaries.sh), else a build from source.
+    if (($ext["download-url-method"] ?? null) !== ["pre-packaged-binary", "composer-default"]) $problems[] = "download-url-method must try the prebuilt archive, then the source";
     if ($problems) { fwrite(STDERR, implode("\n", $problems) . "\n"); exit(1); }
 ' "$ROOT/composer.json" || die "composer.json does not describe the extension PIE would build"
 log "composer.json: valid for PIE (php-ext, extension-name, support flags)"

@@ -70,6 +70,7 @@ background debug env RCS_TLS_SEEDS="$(cluster_seeds "$TLS_BASE")" "$ROOT/scripts
 stage "unit tests"
 "$test_bin"
 "$ROOT/scripts/phpize-build.sh"
+"$ROOT/scripts/pie-binaries.sh"
 
 passed=0 failed=0 retried=()
 # Adds the counts of the run-tests.php summaries in $1 to the totals (a
