@@ -14,7 +14,7 @@ set -euo pipefail
 
 [ -f "$EXT_SO" ] || die "build first: scripts/build.sh"
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml" | head -1)
-read -r php_version zts arch < <("$PHP" -n -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION, " ", PHP_ZTS, " ", php_uname("m"), "\n";')
+read -r php_version zts arch < <("$PHP" -n -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION, " ", (int)PHP_ZTS, " ", php_uname("m"), "\n";')
 [ "$zts" = 0 ] || die "a ZTS PHP: its module is not released here"
 # glibc's loader names itself; musl's does not (and is not built here).
 libc=glibc
