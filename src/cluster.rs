@@ -349,7 +349,7 @@ impl Cluster {
                     .as_mut()
                     .is_some_and(|shared| shared.due(window.now))
                 {
-                    self.adopt_shared_map();
+                    self.adopt_shared_map(shared_map::MAX_AGE);
                 }
                 if self.slots[usize::from(slot)] == NO_OWNER || self.refreshed.is_none() {
                     self.refresh_map(deadline)?;
@@ -453,11 +453,11 @@ impl Cluster {
 
     /// Installs the map a sibling shared, if it was fetched after ours;
     /// returns whether it did.
-    fn adopt_shared_map(&mut self) -> bool {
+    fn adopt_shared_map(&mut self, max_age: Duration) -> bool {
         let Some((map, fetched_ms)) = self
             .shared
             .as_mut()
-            .and_then(|shared| shared.newer(self.map_fetched_ms))
+            .and_then(|shared| shared.newer(self.map_fetched_ms, max_age))
         else {
             return false;
         };
@@ -488,7 +488,14 @@ impl Cluster {
     /// what is left of `deadline`; the first good answer ends it. A seed
     /// connection is kept only if the seed is a primary.
     fn refresh_map(&mut self, deadline: Instant) -> Result<(), Failure> {
-        if self.adopt_shared_map() {
+        // A worker whose map failed it takes only one fetched since: one
+        // fetched before a failover's end may name the primary that failed.
+        let max_age = if self.map_fetched_ms == 0 {
+            shared_map::MAX_AGE
+        } else {
+            MAP_REFRESH_INTERVAL
+        };
+        if self.adopt_shared_map(max_age) {
             return Ok(());
         }
         let mut last_error = None;

@@ -40,7 +40,7 @@ const MAX_BYTES: u64 = 4 << 20;
 pub const CHECK_INTERVAL: Duration = Duration::from_secs(1);
 /// A map fetched longer ago is not taken: a worker that starts then asks a
 /// seed, and shares what it got.
-const MAX_AGE_MS: u64 = 10 * 60 * 1000;
+pub const MAX_AGE: Duration = Duration::from_secs(10 * 60);
 
 /// This cluster's shared map file, as this process last saw it.
 pub struct SharedMap {
@@ -101,8 +101,8 @@ impl SharedMap {
 
     /// The map in the file and when it was fetched (ms since the epoch), if
     /// the file changed since last seen, passes every check, and was fetched
-    /// after `than_ms`, within [`MAX_AGE_MS`].
-    pub fn newer(&mut self, than_ms: u64) -> Option<(SlotMap, u64)> {
+    /// after `than_ms`, within `max_age` (at most [`MAX_AGE`]).
+    pub fn newer(&mut self, than_ms: u64, max_age: Duration) -> Option<(SlotMap, u64)> {
         if !self.directory_is_private() {
             return None;
         }
@@ -121,7 +121,8 @@ impl SharedMap {
         file.take(MAX_BYTES).read_to_string(&mut text).ok()?;
         let (map, fetched_ms) = parse(&text, &self.identity)?;
         let now_ms = unix_ms();
-        (fetched_ms > than_ms && fetched_ms <= now_ms && now_ms - fetched_ms <= MAX_AGE_MS)
+        let max_age_ms = u64::try_from(max_age.min(MAX_AGE).as_millis()).unwrap_or(u64::MAX);
+        (fetched_ms > than_ms && fetched_ms <= now_ms && now_ms - fetched_ms <= max_age_ms)
             .then_some((map, fetched_ms))
     }
 
@@ -373,20 +374,20 @@ mod tests {
         writer.publish(&map(), now);
         let mode = fs::metadata(&writer.path).unwrap().mode();
         assert_eq!(mode & 0o777, 0o600);
-        let (read, at) = reader.newer(0).unwrap();
+        let (read, at) = reader.newer(0, MAX_AGE).unwrap();
         assert_eq!((ports(&read), at), (ports(&map()), now));
         // Unchanged since: not read again.
-        assert!(reader.newer(0).is_none());
+        assert!(reader.newer(0, MAX_AGE).is_none());
         // Not newer than the reader's own map.
         writer.publish(&map(), now);
-        assert!(reader.newer(now).is_none());
+        assert!(reader.newer(now, MAX_AGE).is_none());
         // Too old.
-        writer.publish(&map(), now - MAX_AGE_MS - 1);
-        assert!(reader.newer(0).is_none());
+        writer.publish(&map(), now - MAX_AGE.as_millis() as u64 - 1);
+        assert!(reader.newer(0, MAX_AGE).is_none());
         // Readable by others: ignored.
         writer.publish(&map(), now);
         fs::set_permissions(&writer.path, fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(reader.newer(0).is_none());
+        assert!(reader.newer(0, MAX_AGE).is_none());
         fs::remove_file(&writer.path).unwrap();
     }
 }
