@@ -464,10 +464,8 @@ impl Cluster {
         self.install_map(map);
         // As old as its fetch: a MOVED soon after fetches a fresh one.
         let age = Duration::from_millis(shared_map::unix_ms().saturating_sub(fetched_ms));
-        self.refreshed = self
-            .refreshed
-            .and_then(|now| now.checked_sub(age))
-            .or(self.refreshed);
+        let now = Instant::now();
+        self.refreshed = Some(now.checked_sub(age).unwrap_or(now));
         self.map_fetched_ms = fetched_ms;
         stats::slot_map(SlotMapSource::Shared);
         true

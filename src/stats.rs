@@ -352,22 +352,23 @@ pub fn connected() {
     bump(|c| &c.connects);
 }
 
-pub fn node_connection(event: NodeEvent) {
-    if let Some(index) = NodeEvent::ALL.iter().position(|e| *e == event) {
-        bump(|c| &c.node_connections[index]);
+/// Bumps `label`'s counter in a group whose counters are in `labels`' order.
+fn bump_labelled<T: PartialEq>(labels: &[T], label: T, group: impl Fn(&Counters) -> &[AtomicU64]) {
+    if let Some(index) = labels.iter().position(|each| *each == label) {
+        bump(|c| &group(c)[index]);
     }
+}
+
+pub fn node_connection(event: NodeEvent) {
+    bump_labelled(&NodeEvent::ALL, event, |c| &c.node_connections);
 }
 
 pub fn slot_map(source: SlotMapSource) {
-    if let Some(index) = SlotMapSource::ALL.iter().position(|s| *s == source) {
-        bump(|c| &c.slot_maps[index]);
-    }
+    bump_labelled(&SlotMapSource::ALL, source, |c| &c.slot_maps);
 }
 
 pub fn error(kind: ErrorKind) {
-    if let Some(index) = ErrorKind::ALL.iter().position(|k| *k == kind) {
-        bump(|c| &c.errors[index]);
-    }
+    bump_labelled(&ErrorKind::ALL, kind, |c| &c.errors);
 }
 
 pub enum Stat {

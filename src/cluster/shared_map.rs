@@ -78,12 +78,10 @@ impl SharedMap {
         }
     }
 
-    /// Whether the directory is this user's own and private, made if missing.
-    /// Checked before every use: a name in `/dev/shm` anyone may take first
-    /// (then nothing is shared), and the sticky bit keeps others from
-    /// replacing it once it is ours.
+    /// Whether the directory is this user's own and private. Checked before
+    /// every use: a name in `/dev/shm` anyone may take first (then nothing is
+    /// shared), and the sticky bit keeps others from replacing it once it is ours.
     fn directory_is_private(&self) -> bool {
-        let _ = fs::DirBuilder::new().mode(0o700).create(&self.directory);
         fs::symlink_metadata(&self.directory).is_ok_and(|meta| {
             meta.file_type().is_dir() && meta.uid() == self.uid && meta.mode() & 0o077 == 0
         })
@@ -133,6 +131,8 @@ impl SharedMap {
         let Some(text) = format(map, &self.identity, fetched_ms) else {
             return;
         };
+        // Made by the first writer, not on every look.
+        let _ = fs::DirBuilder::new().mode(0o700).create(&self.directory);
         if !self.directory_is_private() {
             return;
         }
@@ -353,16 +353,18 @@ mod tests {
 
     #[test]
     fn each_password_has_a_file_of_its_own_in_a_private_directory() {
-        let (one, two) = (
+        let (mut one, two) = (
             SharedMap::new(&config("one")),
             SharedMap::new(&config("two")),
         );
         assert_ne!(one.path, two.path);
         assert_ne!(one.identity, two.identity);
         assert!(one.path.starts_with(&one.directory) && one.directory.starts_with("/dev/shm"));
+        one.publish(&map(), unix_ms());
         assert!(one.directory_is_private());
         let mode = fs::metadata(&one.directory).unwrap().mode();
         assert_eq!(mode & 0o777, 0o700);
+        fs::remove_file(&one.path).unwrap();
     }
 
     #[test]
