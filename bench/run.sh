@@ -24,7 +24,7 @@ LARGE_PORT=$((BASE_PORT + 20))   # the 16-node cluster (8 primaries + 8 replicas
 stop_servers() {
     "$ROOT/scripts/cluster.sh" stop redis "$BASE_PORT"
     "$ROOT/scripts/cluster.sh" stop redis "$LARGE_PORT"
-    if [ -f "$standalone_dir/pid" ]; then kill "$(cat "$standalone_dir/pid")" 2>/dev/null || true; fi
+    if [ -f "$standalone_dir/pid" ]; then stop_process "$(cat "$standalone_dir/pid")"; fi
     rm -rf "$standalone_dir"
 }
 trap stop_servers EXIT

@@ -35,14 +35,9 @@ stop() {
     local port pid
     for port in $(started_ports); do
         pid=$(node_pid "$port")
-        [ -n "$pid" ] && kill "$pid" 2>/dev/null || true
+        [ -n "$pid" ] && stop_process "$pid" &
     done
-    for port in $(started_ports); do
-        pid=$(node_pid "$port")
-        [ -z "$pid" ] && continue
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$pid" 2>/dev/null || true
-    done
+    wait
     rm -rf "$dir"
 }
 

@@ -98,8 +98,7 @@ stop() {
     for pid_file in "$dir/nginx.pid" "$dir/fpm.pid"; do
         [ -f "$pid_file" ] || continue
         pid=$(cat "$pid_file")
-        kill "$pid" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        stop_process "$pid"
         rm -f "$pid_file"
     done
 }

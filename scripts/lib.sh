@@ -20,6 +20,15 @@ fi
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+# SIGTERM, up to 5 s to exit, then SIGKILL; returns once the process is gone, so
+# that its directory can be removed (a server writes its log until it exits).
+stop_process() {
+    local pid=$1
+    kill "$pid" 2>/dev/null || return 0
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+}
 
 # Installs the Debian packages named that are not installed yet.
 install_packages() {
