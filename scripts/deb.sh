@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the Debian package of the extension for the PHP this machine runs on,
 # the way Debian builds PHP extensions (dh-php, see debian/rules):
-#   scripts/deb.sh            -> target/deb/php<ver>-rediscluster-session_*.deb
-# It lays out a build tree in target/deb/build/ (the tracked source, debian/,
+#   scripts/deb.sh            -> target/deb/debian<release>/php<ver>-rediscluster-session_*.deb
+# (debian12, debian13, debian-sid: each release's packages apart, as the
+# Debian roots of scripts/debian-root.sh share this checkout). It lays out a
+# build tree in build/ there (the tracked source, debian/,
 # the crates vendored with `cargo vendor` and a .cargo/config.toml that points
 # cargo at them), builds it offline with dpkg-buildpackage, copies the .debs to
 # target/deb/ and runs lintian on them (failing on an error).
@@ -29,7 +31,7 @@ deb_version=$(dpkg-parsechangelog -l "$ROOT/debian/changelog" -SVersion)
     die "debian/changelog is at ${deb_version%%-*}, Cargo.toml at $crate_version: add a changelog entry"
 
 if [ "${RCS_DEB_INSTALL_DEPS:-1}" = 1 ]; then
-    install_packages dpkg-dev debhelper dh-php php-all-dev libclang-dev lintian xml2
+    install_packages build-essential dpkg-dev debhelper dh-php php-all-dev libclang-dev lintian xml2 git
 fi
 
 version_ge() { dpkg --compare-versions "$1" ge "$2"; }
@@ -74,24 +76,29 @@ else
     log "toolchain: rustup's $(cargo --version), $(rustc --version) (Build-Depends not checked)"
 fi
 
-out=$ROOT/target/deb
+. /etc/os-release
+out=$(deb_dir)
 tree=$out/build/php-rediscluster-session-$crate_version
 src=$tree/rediscluster_session-$crate_version
 rm -rf "$out/build"
 mkdir -p "$src"
-rm -f "$out"/*.deb "$out"/lintian.txt
+rm -f "$out"/*.deb "$out"/lintian.txt "$out"/build.log
 
 # The source as committed (and any new files not ignored), without debian/.
 (cd "$ROOT" && git ls-files -co --exclude-standard -z -- . ':!debian' | xargs -0 tar -cf -) | tar -xf - -C "$src"
 cp -a "$ROOT/debian" "$tree/debian"
-# debian/control, from control.in: a php<ver>-rediscluster-session for each
-# installed PHP that X-PHP-Versions names (as the package build itself does).
+# For the PHP it runs on (php-config on PATH: the release's PHP, or the newest
+# of several), whatever other PHP versions are installed.
+php_version=$(php-config --version | cut -d. -f1,2)
+[[ " $(sed -n 's/^X-PHP-Versions: //p' "$ROOT/debian/control.in") " == *" $php_version "* ]] ||
+    die "PHP $php_version is not among debian/control.in's X-PHP-Versions"
+sed -i "s/^X-PHP-Versions: .*/X-PHP-Versions: $php_version\nX-PHP-Default-Version: $php_version/" "$tree/debian/control.in"
+# debian/control, from control.in, as the package build itself makes it.
 (cd "$tree" && /usr/share/dh-php/gen-control -a)
 
 # A stable release gets its own version (~deb12 < ~deb13 < the unstable
 # upload), so the arch-all php-rediscluster-session of two releases never
 # share a version with different dependencies.
-. /etc/os-release
 if [ -n "${VERSION_ID:-}" ] && [ "${ID:-}" = debian ]; then
     entry=$(mktemp)
     {

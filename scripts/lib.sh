@@ -8,7 +8,9 @@ if [ -n "${RCS_PHP_PREFIX:-}" ]; then
     export PHP_CONFIG=$RCS_PHP_PREFIX/bin/php-config PHP=$RCS_PHP_PREFIX/bin/php
     export CARGO_TARGET_DIR=$ROOT/target/$(basename "$RCS_PHP_PREFIX")
 fi
-EXT_SO="${CARGO_TARGET_DIR:-$ROOT/target}/release/librediscluster_session.so"
+# RCS_EXT_SO=PATH: the module to test, if not this checkout's build (a Debian
+# package's, in scripts/debian-tests.sh).
+EXT_SO=${RCS_EXT_SO:-"${CARGO_TARGET_DIR:-$ROOT/target}/release/librediscluster_session.so"}
 
 # The PHP that ext-php-rs builds against; config.m4 passes the same values, so
 # a phpize build reuses cargo's build cache instead of starting over.
@@ -109,6 +111,13 @@ acl_user() {
 # forgets fails them.
 acl_tests() {
     printf '%s\n' "$ROOT"/php-tests/{002,006,007,020,024,025,027,029,030,042,054,055,065}-*.phpt
+}
+
+# deb_dir [12|13|sid]: where scripts/deb.sh puts a Debian release's packages
+# (by default this machine's): target/deb/debian12, debian13, debian-sid.
+deb_dir() {
+    local release=${1:-$(. /etc/os-release && echo "${VERSION_ID:-sid}")}
+    echo "$ROOT/target/deb/debian$([ "$release" = sid ] && echo -sid || echo "$release")"
 }
 
 # Builds the tests in the checked profile and prints their binary's path. Run

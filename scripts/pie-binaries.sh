@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The release archives PIE's pre-packaged-binary method downloads, for the PHP
-# this runs on (the host's 8.2; scripts/debian13-tests.sh runs it for 8.4), from
+# this runs on (the host's 8.2; scripts/debian-tests.sh runs it for 8.4), from
 # the release build (scripts/build.sh), into target/pie/ with a SHA256SUMS
 # line each; then each archive is unpacked and its module loaded by that PHP.
 #   scripts/pie-binaries.sh

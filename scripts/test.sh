@@ -39,6 +39,11 @@ stop_background() {
 }
 trap stop_background EXIT
 
+# The minimal roots the packages are installed on (made once per machine,
+# mostly download and unpacking), beside everything else until they are needed.
+CACHE=${RCS_CACHE:-$HOME/.cache/rediscluster_session}
+background roots bash -c 'for root in minimal12 minimal13 minimal85; do "$0/scripts/debian-root.sh" "$root" root; done' "$ROOT"
+
 stage "test build"
 # One build of the tests serves every suite below.
 test_bin=$(test_binary)
@@ -55,7 +60,7 @@ tls_dir="$ROOT/.cluster/tls-certs"
 stop_all() {
     stop_background
     local base
-    for base in 7100 7400 7600 7700 7800 7850; do "$ROOT/scripts/cluster.sh" stop redis "$base"; done
+    for base in 7100 7400 7600 7700 7800 7850 8000 8050 8100; do "$ROOT/scripts/cluster.sh" stop redis "$base"; done
     "$ROOT/scripts/cluster.sh" stop valkey
     "$ROOT/scripts/cluster.sh" stop valkey9
 }
@@ -108,7 +113,10 @@ for flavor in redis valkey valkey9; do
         # Debian 13's part (its root cached outside the checkout: PHP 8.4 with
         # php-fpm and phpredis 6.2, a Redis 8.0 cluster) runs beside the
         # Valkey ones, on ports of its own (7800, 7850).
-        background debian13 "$ROOT/scripts/debian13.sh" run scripts/debian13-tests.sh --test-binary="$test_bin"
+        background debian13 "$ROOT/scripts/debian-root.sh" debian13 run scripts/debian-tests.sh --test-binary="$test_bin"
+        # PHP 8.5 (sid + experimental, phpredis not built for it yet) likewise,
+        # on 8000 and 8050.
+        background php85 "$ROOT/scripts/debian-root.sh" php85 run scripts/debian-tests.sh --test-binary="$test_bin" 8000
     fi
     # The TLS test runs once, with the Redis flavor.
     if [ "$flavor" = redis ]; then
@@ -160,11 +168,12 @@ for flavor in redis valkey valkey9; do
     "$ROOT/scripts/cluster.sh" stop "$flavor"
     [ "$status" -eq 0 ] || { phpt_summary; exit 1; }
 done
-for job in debug debian13; do
+declare -A job_label=([debug]="" [debian13]="[Debian 13] " [php85]="[PHP 8.5] ")
+for job in debug debian13 php85; do
     stage "waiting for the $job job"
     status=0
     finish "$job" || status=$?
-    show_phpt "$([ "$job" = debian13 ] && echo "[Debian 13] ")" "$(cat "${bg_log[$job]}")"
+    show_phpt "${job_label[$job]}" "$(cat "${bg_log[$job]}")"
     [ "$status" -eq 0 ] || { phpt_summary; exit 1; }
 done
 phpt_summary
@@ -179,6 +188,13 @@ CHAOS_SKIP_SETUP=1 "$ROOT/chaos/run.sh" --short redis valkey valkey9
 stage "benchmark smoke run"
 # The benchmark at tiny sizes, so it keeps working; it asserts nothing about speed.
 BENCH_SKIP_SETUP=1 "$ROOT/bench/run.sh" --smoke
+
+stage "Debian 12's package, and each release's installed on a fresh root"
+# Built with cargo's cache kept between runs (only this crate is built again);
+# Debian 13's and sid's were built by their jobs above.
+CARGO_TARGET_DIR=$CACHE/deb-target "$ROOT/scripts/deb.sh"
+finish roots || die "making the minimal Debian roots failed: $(cat "${bg_log[roots]}")"
+"$ROOT/scripts/deb-install-tests.sh"
 
 stage "waiting for the model checker, the property tests and the panic = \"abort\" check"
 status=0
