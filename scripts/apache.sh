@@ -19,13 +19,13 @@ APACHE_BIN=${APACHE_BIN:-/usr/sbin/apache2}
 APACHE_MODULES=${APACHE_MODULES:-/usr/lib/apache2/modules}
 MOD_PHP=${MOD_PHP:-$APACHE_MODULES/libphp$php_version.so}
 
-start() {
+start_server() {
     local dir=$1 http_port=$2 app=$3 workers=$4
     shift 4
-    [ -x "$APACHE_BIN" ] || die "Apache not found ($APACHE_BIN); run scripts/install-deps.sh"
-    [ -f "$MOD_PHP" ] || die "Debian's mod_php for PHP $php_version not found ($MOD_PHP); run scripts/install-deps.sh"
-    [ -f "$EXT_SO" ] || die "build first: scripts/build.sh"
-    stop "$dir"
+    local needed
+    for needed in "$APACHE_BIN" "$MOD_PHP"; do
+        [ -e "$needed" ] || die "$needed not found (Debian: apache2 libapache2-mod-php$php_version); run scripts/install-deps.sh"
+    done
     rm -rf "$dir/app"
     mkdir -p "$dir"
     cp -r "$app" "$dir/app"
@@ -81,17 +81,9 @@ EOF
     } >"$dir/php.ini"
     env PHP_INI_SCAN_DIR= "$APACHE_BIN" -d "$dir" -f "$dir/httpd.conf" \
         || die "Apache did not start; see $dir/error.log"
-    # A path PHP does not serve: Apache answers once it listens, no session made.
-    local _
-    for _ in $(seq 100); do
-        curl -s -o /dev/null "http://127.0.0.1:$http_port/ready" && return 0
-        sleep 0.1
-    done
-    stop "$dir"
-    die "Apache on port $http_port does not answer; $dir/error.log says: $(tail -5 "$dir/error.log")"
 }
 
-stop() {
+stop_server() {
     local dir=$1 pid children child
     [ -f "$dir/apache.pid" ] || return 0
     pid=$(cat "$dir/apache.pid")
@@ -105,8 +97,6 @@ stop() {
     rm -f "$dir/apache.pid"
 }
 
-case "${1:-}" in
-    start) shift; start "$@" ;;
-    stop) shift; stop "$@" ;;
-    *) die "usage: scripts/apache.sh start DIR HTTP_PORT APP_DIR WORKERS [INI=VALUE...] | stop DIR" ;;
-esac
+# Ready once Apache answers a path PHP does not serve: no session made. PHP
+# started in the parent before it listened.
+serve_command /ready "$@"
