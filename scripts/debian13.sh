@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# A Debian 13 "trixie" root (PHP 8.4 with php-fpm, phpredis 6.2, Redis 8.0),
+# A Debian 13 "trixie" root (PHP 8.4 with php-fpm and Apache's mod_php,
+# phpredis 6.2, Redis 8.0),
 # made once per machine in a cache outside the checkout, and commands run in it:
 #   scripts/debian13.sh root            makes the root if needed, prints its path
 #   scripts/debian13.sh run COMMAND...  runs COMMAND in the root, in this checkout
@@ -13,7 +14,7 @@ set -euo pipefail
 
 CACHE=${RCS_CACHE:-$HOME/.cache/rediscluster_session}
 DEBIAN13=$CACHE/debian13-root
-PACKAGES=(php8.4-cli php8.4-dev php8.4-fpm php8.4-igbinary php-redis redis-server nginx
+PACKAGES=(php8.4-cli php8.4-dev php8.4-fpm php8.4-igbinary php-redis redis-server nginx apache2 libapache2-mod-php8.4
     libclang-dev gcc libc6-dev curl openssl procps python3-prometheus-client)
 
 make_root() {
@@ -37,6 +38,8 @@ make_root() {
         fi
         as_root mv "$work" "$DEBIAN13"
     fi
+    # mktemp -d made it 0700: Apache's children (www-data) must enter it.
+    as_root chmod 755 "$DEBIAN13"
     log "installing Debian 13's packages in $DEBIAN13"
     local apt="apt-get -o APT::Sandbox::User=root"
     in_root "$DEBIAN13" sh -c "$apt update -qq && DEBIAN_FRONTEND=noninteractive $apt install -y -qq \
