@@ -9,9 +9,11 @@
 #                                                DIR's files in /srv/given, nothing else of
 #                                                the host's but the network
 # The roots (NAME):
-#   debian13   Debian 13 "trixie": PHP 8.4 with php-fpm, phpredis 6.2, Redis 8.0,
+#   debian13   Debian 13 "trixie": PHP 8.4 with php-fpm and Apache's mod_php,
+#              phpredis 6.2, Redis 8.0,
 #              and what scripts/deb.sh builds a package with
-#   php85      Debian "sid" with "experimental": PHP 8.5 with php-fpm, Redis,
+#   php85      Debian "sid" with "experimental": PHP 8.5 with php-fpm and
+#              Apache's mod_php, Redis,
 #              and what scripts/deb.sh builds a package with (sid's default
 #              PHP 8.4 comes with php-all-dev; "php" is 8.5, the newest)
 #   minimal12, minimal13, minimal85
@@ -30,7 +32,7 @@ CACHE=${RCS_CACHE:-$HOME/.cache/rediscluster_session}
 # What scripts/deb.sh needs to build and check a package (dh-php's Build-Depends
 # and Debian's Rust >= the crate's rust-version: cargo-web on 12 and 13).
 PACKAGING=(build-essential dpkg-dev debhelper dh-php libclang-dev lintian xml2 fakeroot git)
-TESTING=(redis-server nginx libclang-dev gcc libc6-dev curl openssl procps python3-prometheus-client)
+TESTING=(redis-server nginx apache2 libclang-dev gcc libc6-dev curl openssl procps python3-prometheus-client)
 
 name=${1:-}
 # Per root: the suite, whether experimental is added, and the packages (those
@@ -39,12 +41,13 @@ name=${1:-}
 case $name in
     debian13)
         suite=trixie experimental=no
-        packages=(php8.4-cli php8.4-dev php8.4-fpm php8.4-igbinary php-redis php-all-dev "${TESTING[@]}"
+        packages=(php8.4-cli php8.4-dev php8.4-fpm php8.4-igbinary php-redis php-all-dev libapache2-mod-php8.4 "${TESTING[@]}"
             "${PACKAGING[@]}" cargo-web rustc-web)
         ;;
     php85)
         suite=sid experimental=yes
-        packages=(php8.5-cli/experimental php8.5-dev/experimental php8.5-fpm/experimental php-common/sid
+        packages=(php8.5-cli/experimental php8.5-dev/experimental php8.5-fpm/experimental
+            libapache2-mod-php8.5/experimental php-common/sid
             php-all-dev/sid "${TESTING[@]}" "${PACKAGING[@]}" cargo rustc)
         ;;
     minimal12) suite=bookworm experimental=no packages=(php-cli php-fpm redis-server) ;;
@@ -88,6 +91,11 @@ make_root() {
         fi
         as_root mv "$work" "$DIR"
     fi
+    # mktemp -d made it 0700: Apache's children (www-data) must enter it.
+    as_root chmod 755 "$DIR"
+    # No package starts its service (redis-server, php-fpm, Apache) in a root.
+    printf '#!/bin/sh\nexit 101\n' | as_root tee "$DIR/usr/sbin/policy-rc.d" >/dev/null
+    as_root chmod 755 "$DIR/usr/sbin/policy-rc.d"
     log "installing packages in the $name root ($DIR)"
     local apt="apt-get -o APT::Sandbox::User=root"
     # Recommends stay out: a server built from these lists has only what it names.

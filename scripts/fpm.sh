@@ -15,13 +15,11 @@ fpm_name=php-fpm$("$PHP" -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION;')
 FPM_BIN=${FPM_BIN:-$(command -v "$fpm_name" || echo "/usr/sbin/$fpm_name")}
 NGINX_BIN=${NGINX_BIN:-$(command -v nginx || echo /usr/sbin/nginx)}
 
-start() {
+start_server() {
     local dir=$1 http_port=$2 app=$3 workers=$4
     shift 4
     [ -x "$FPM_BIN" ] || die "php-fpm not found; run scripts/install-deps.sh"
     [ -x "$NGINX_BIN" ] || die "nginx not found; run scripts/install-deps.sh"
-    [ -f "$EXT_SO" ] || die "build first: scripts/build.sh"
-    stop "$dir"
     mkdir -p "$dir/tmp"
     : >"$dir/fpm.log"
     local fpm_listen="$dir/fpm.sock" as_root=() user_lines=""
@@ -85,15 +83,9 @@ EOF
         || die "php-fpm did not start; see $dir/fpm.log"
     "$NGINX_BIN" -q -p "$dir" -e "$dir/nginx-error.log" -c "$dir/nginx.conf" \
         || die "nginx did not start; see $dir/nginx-error.log"
-    local _
-    for _ in $(seq 50); do
-        curl -s -o /dev/null "http://127.0.0.1:$http_port/" && return 0
-        sleep 0.1
-    done
-    die "nginx on port $http_port does not answer"
 }
 
-stop() {
+stop_server() {
     local dir=$1 pid_file pid
     for pid_file in "$dir/nginx.pid" "$dir/fpm.pid"; do
         [ -f "$pid_file" ] || continue
@@ -103,8 +95,5 @@ stop() {
     done
 }
 
-case "${1:-}" in
-    start) shift; start "$@" ;;
-    stop) shift; stop "$@" ;;
-    *) die "usage: scripts/fpm.sh start DIR HTTP_PORT APP_DIR WORKERS [INI=VALUE...] | stop DIR" ;;
-esac
+# Ready once nginx answers and a worker has served the app.
+serve_command / "$@"

@@ -32,6 +32,34 @@ stop_process() {
     while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
 }
 
+# The command line of a script that serves an app with everything in a
+# directory (fpm.sh, apache.sh), which defines start_server DIR HTTP_PORT
+# APP_DIR WORKERS [INI=VALUE...] and stop_server DIR:
+#   serve_command READY_PATH start DIR HTTP_PORT APP_DIR WORKERS [INI=VALUE...]
+#   serve_command READY_PATH stop DIR
+# start stops what DIR had, starts the server, and returns once
+# 127.0.0.1:HTTP_PORT answers READY_PATH (up to 10 s); if it does not, stops
+# what it started.
+serve_command() {
+    local ready=$1 usage="usage: scripts/${0##*/} start DIR HTTP_PORT APP_DIR WORKERS [INI=VALUE...] | stop DIR"
+    case "${2:-}" in
+        start)
+            [ $# -ge 6 ] || die "$usage"
+            [ -f "$EXT_SO" ] || die "build first: scripts/build.sh"
+            stop_server "$3"
+            start_server "${@:3}"
+            local _
+            for _ in $(seq 100); do
+                curl -s -o /dev/null "http://127.0.0.1:$4$ready" && return 0
+                sleep 0.1
+            done
+            stop_server "$3"
+            die "nothing answers on port $4; see the logs in $3" ;;
+        stop) [ $# -eq 3 ] || die "$usage"; stop_server "$3" ;;
+        *) die "$usage" ;;
+    esac
+}
+
 # Installs the Debian packages named that are not installed yet.
 install_packages() {
     local missing=() package

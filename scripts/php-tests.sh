@@ -14,9 +14,10 @@ if [[ ${1:-} =~ ^[0-9]+$ ]]; then base=$1; shift; fi
 export RCS_SEEDS=$(cluster_seeds "$base") RCS_FLAVOR=$flavor RCS_EXT=$EXT_SO NO_INTERACTION=1 REPORT_EXIT_STATUS=1
 if [ -n "${RCS_PHP_PREFIX:-}" ]; then
     # A PHP of scripts/php-builds.sh: its phpredis has no igbinary, and
-    # Debian's php-fpm cannot load modules built for it.
+    # Debian's php-fpm and mod_php cannot load modules built for it.
     run_tests=$RCS_PHP_PREFIX/lib/run-tests.php
-    export RCS_PHPREDIS=redis RCS_NO_FPM="php-fpm is Debian's own build, not this PHP's"
+    export RCS_PHPREDIS=redis RCS_NO_FPM="php-fpm is Debian's own build, not this PHP's" \
+        RCS_NO_APACHE="Debian's mod_php is its own build, not this PHP's"
 else
     run_tests=$(php-config --extension-dir)/build/run-tests.php
 fi

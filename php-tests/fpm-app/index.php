@@ -1,13 +1,14 @@
 <?php
-// The app behind nginx and php-fpm in 037, 043 and 047: counts visits in its
+// The app behind nginx and php-fpm in 037, 043 and 047, and behind Apache
+// prefork and mod_php in 067 (php-tests/inc/served.php): counts visits in its
 // session and reports which worker served it and how many connection sets
-// that worker has opened. ?warn=1 raises a warning, to prove the FPM log
+// that worker has opened. ?warn=1 raises a warning, to prove the server's log
 // catches them; ?rss=1 reports the worker's resident size in KiB; ?fatal=1
 // turns any warning into a fatal error, as an application's error handler may;
 // ?stats=1 gives the worker's rediscluster_session_stats() (holding the worker
 // 50 ms, so that parallel calls reach every worker); ?metrics=1 the pool's.
 if (isset($_GET['warn'])) {
-    trigger_error('deliberate warning from the FPM test', E_USER_WARNING);
+    trigger_error('deliberate warning from the served app', E_USER_WARNING);
     exit;
 }
 if (isset($_GET['rss'])) {
