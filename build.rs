@@ -56,7 +56,12 @@ fn session_api(php_config: &str) {
         .write_to_file(out.join("session.rs"))
         .expect("writing the session bindings");
     let mut shim = cc::Build::new();
-    shim.file("src/php/session_globals.c").warnings(false);
+    // A field whose type changed between PHP versions (PS(save_path) became a
+    // zend_string in 8.5) must stop the build, not be cast silently.
+    shim.file("src/php/session_globals.c")
+        .warnings(false)
+        .flag("-Werror=incompatible-pointer-types")
+        .flag("-Werror=int-conversion");
     for include in &includes {
         shim.include(include.trim_start_matches("-I"));
     }

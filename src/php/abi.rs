@@ -39,8 +39,17 @@ unsafe extern "C" {
     pub fn php_html_puts(text: *const c_char, size: usize);
     pub fn php_output_write(text: *const c_char, len: usize) -> usize;
     pub fn php_log_err_with_severity(message: *const c_char, syslog_type: c_int);
-    /// `&PS(save_path)`, from `session_globals.c`: this thread's slot on ZTS builds.
-    pub fn rediscluster_session_save_path_slot() -> *mut *mut c_char;
+    /// From `session_globals.c`: `PS(save_path)` (this thread's on ZTS builds),
+    /// a C string before PHP 8.5 and a zend_string since, so opaque here.
+    pub fn rediscluster_session_save_path() -> *mut c_void;
+    /// Sets `PS(save_path)` to a value it had or one of `..._save_path_new`.
+    pub fn rediscluster_session_set_save_path(value: *mut c_void);
+    /// The NUL-terminated text of such a value (null for null).
+    pub fn rediscluster_session_save_path_text(value: *const c_void) -> *const c_char;
+    /// A new value of `PS(save_path)`'s type holding `text`.
+    pub fn rediscluster_session_save_path_new(text: *const c_char, len: usize) -> *mut c_void;
+    /// Drops a value of `rediscluster_session_save_path_new()`.
+    pub fn rediscluster_session_save_path_release(value: *mut c_void);
     /// From `session_globals.c`: whether a session is active and `module` serves it.
     pub fn rediscluster_session_active_with(module: *const ps_module) -> c_int;
     /// From `session_globals.c`: puts a wrapper around `session_regenerate_id()`

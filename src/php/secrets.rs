@@ -6,35 +6,68 @@
 //! phpinfo() shows the INI value through a displayer that masks it.
 
 use std::cell::RefCell;
-use std::ffi::{CStr, CString, c_char, c_int};
+use std::ffi::{CStr, c_char, c_int, c_void};
 use std::panic::catch_unwind;
 use std::sync::{Mutex, PoisonError};
 
 use ext_php_rs::ffi::{sapi_module, zend_ini_entry};
 
-use super::abi::{php_html_puts, php_output_write};
+use super::abi::{
+    php_html_puts, php_output_write, rediscluster_session_save_path_new,
+    rediscluster_session_save_path_release, rediscluster_session_save_path_text,
+};
 use super::ini::find_entry;
 use crate::save_path::redact;
 
+/// A redacted save_path of `PS(save_path)`'s type, released when dropped.
+struct MaskedCopy(*mut c_void);
+
+impl MaskedCopy {
+    fn new(text: &str) -> Self {
+        // SAFETY: text and its length; the C side copies it (and adds the NUL).
+        Self(unsafe { rediscluster_session_save_path_new(text.as_ptr().cast(), text.len()) })
+    }
+
+    fn text(&self) -> *const c_char {
+        // SAFETY: a live value of rediscluster_session_save_path_new().
+        unsafe { rediscluster_session_save_path_text(self.0) }
+    }
+}
+
+impl Drop for MaskedCopy {
+    fn drop(&mut self) {
+        // SAFETY: made by rediscluster_session_save_path_new(), dropped once.
+        unsafe { rediscluster_session_save_path_release(self.0) }
+    }
+}
+
 thread_local! {
-    /// While PHP's copy is masked: the redacted text it points at, and the original.
-    static MASKED: RefCell<Option<(CString, *const c_char)>> = const { RefCell::new(None) };
+    /// While PHP's copy is masked: the redacted copy it points at, and the original.
+    static MASKED: RefCell<Option<(MaskedCopy, *mut c_void)>> = const { RefCell::new(None) };
 }
 
 /// PHP's copy of the save_path, `PS(save_path)` (per thread on ZTS builds).
 mod session_globals {
-    use std::ffi::c_char;
+    use std::ffi::{c_char, c_void};
 
-    use super::super::abi::rediscluster_session_save_path_slot;
+    use super::super::abi::{
+        rediscluster_session_save_path, rediscluster_session_save_path_text,
+        rediscluster_session_set_save_path,
+    };
 
-    pub fn save_path() -> *const c_char {
-        // SAFETY: the slot of this thread's session globals, read on PHP's thread.
-        unsafe { *rediscluster_session_save_path_slot() }
+    pub fn save_path() -> *mut c_void {
+        // SAFETY: this thread's session globals, read on PHP's thread.
+        unsafe { rediscluster_session_save_path() }
     }
 
-    pub fn set_save_path(value: *const c_char) {
-        // SAFETY: as above; PHP reads the field as a C string, which `value` is.
-        unsafe { *rediscluster_session_save_path_slot() = value.cast_mut() }
+    pub fn text(value: *const c_void) -> *const c_char {
+        // SAFETY: a value PS(save_path) holds or held, still alive (INI's or ours).
+        unsafe { rediscluster_session_save_path_text(value) }
+    }
+
+    pub fn set_save_path(value: *mut c_void) {
+        // SAFETY: as above; `value` is of PS(save_path)'s type.
+        unsafe { rediscluster_session_set_save_path(value) }
     }
 }
 
@@ -45,16 +78,14 @@ pub fn mask_save_path() {
         return;
     }
     MASKED.with_borrow_mut(|masked| {
-        if masked
-            .as_ref()
-            .is_some_and(|(copy, _)| copy.as_ptr() == current)
-        {
+        if masked.as_ref().is_some_and(|(copy, _)| copy.0 == current) {
             return;
         }
-        // SAFETY: PS(save_path) is PHP's NUL-terminated INI value.
-        let text = unsafe { CStr::from_ptr(current) }.to_string_lossy();
-        if let Some(copy) = redact(&text).and_then(|text| CString::new(text).ok()) {
-            session_globals::set_save_path(copy.as_ptr());
+        // SAFETY: PS(save_path)'s text is NUL-terminated.
+        let text = unsafe { CStr::from_ptr(session_globals::text(current)) }.to_string_lossy();
+        if let Some(redacted) = redact(&text).filter(|text| !text.contains('\0')) {
+            let copy = MaskedCopy::new(&redacted);
+            session_globals::set_save_path(copy.0);
             *masked = Some((copy, current));
         }
     });
@@ -66,11 +97,11 @@ pub fn unmask(save_path: *const c_char) -> *const c_char {
     let Some((copy, original)) = MASKED.take() else {
         return save_path;
     };
-    if session_globals::save_path() == copy.as_ptr() {
+    if session_globals::save_path() == copy.0 {
         session_globals::set_save_path(original);
     }
-    if save_path == copy.as_ptr() {
-        original
+    if save_path == copy.text() {
+        session_globals::text(original)
     } else {
         save_path
     }

@@ -5,9 +5,51 @@
 #include "php.h"
 #include "ext/session/php_session.h"
 
-char **rediscluster_session_save_path_slot(void)
+/* PS(save_path) is a C string up to PHP 8.4 and a zend_string from 8.5 on.
+ * Rust sees an opaque value, the text it holds, and copies made here. */
+void *rediscluster_session_save_path(void)
 {
-	return &PS(save_path);
+	return (void *)PS(save_path);
+}
+
+void rediscluster_session_set_save_path(void *value)
+{
+#if PHP_VERSION_ID >= 80500
+	PS(save_path) = (zend_string *)value;
+#else
+	PS(save_path) = (char *)value;
+#endif
+}
+
+const char *rediscluster_session_save_path_text(const void *value)
+{
+#if PHP_VERSION_ID >= 80500
+	return value ? ZSTR_VAL((const zend_string *)value) : NULL;
+#else
+	return (const char *)value;
+#endif
+}
+
+/* A value of PS(save_path)'s type holding `text`, malloc'ed: it may stay in
+ * PS(save_path) past the request that set it. */
+void *rediscluster_session_save_path_new(const char *text, size_t len)
+{
+#if PHP_VERSION_ID >= 80500
+	return zend_string_init(text, len, 1);
+#else
+	return pestrndup(text, len, 1);
+#endif
+}
+
+/* Drops a value of rediscluster_session_save_path_new(); a zend_string lives
+ * on while PHP holds a reference to it (session_save_path()'s return). */
+void rediscluster_session_save_path_release(void *value)
+{
+#if PHP_VERSION_ID >= 80500
+	zend_string_release_ex((zend_string *)value, 1);
+#else
+	pefree(value, 1);
+#endif
 }
 
 /* Whether a session is active and served by `module`: what
