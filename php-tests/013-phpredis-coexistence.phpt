@@ -1,5 +1,7 @@
 --TEST--
 Debian's phpredis loaded before or after this extension: both keep working, rediscluster is ours, shared INI applies
+--SKIPIF--
+<?php if (getenv('RCS_NO_PHPREDIS')) die('skip ' . getenv('RCS_NO_PHPREDIS')); ?>
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';

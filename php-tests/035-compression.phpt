@@ -1,5 +1,7 @@
 --TEST--
 redis.session.compression: what this extension stores reads back through phpredis's RedisCluster with the same OPT_COMPRESSION, byte for byte, and the other way round
+--SKIPIF--
+<?php if (getenv('RCS_NO_PHPREDIS')) die('skip ' . getenv('RCS_NO_PHPREDIS')); ?>
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';

@@ -72,10 +72,12 @@ DirectoryIndex index.php
 </FilesMatch>
 EOF
     # Only what is named here is loaded (PHP_INI_SCAN_DIR empty: not the
-    # system's conf.d): phpredis (with igbinary, as Debian ships it) for the
-    # app's cache, and this extension.
+    # system's conf.d): phpredis (with igbinary, as Debian ships it; where it
+    # is built) for the app's cache, and this extension.
     {
-        printf '%s\n' extension=igbinary extension=redis "extension=$EXT_SO" session.save_handler=rediscluster \
+        # shellcheck disable=SC2046 # one module per word
+        printf 'extension=%s\n' $(phpredis_modules) "$EXT_SO"
+        printf '%s\n' session.save_handler=rediscluster \
             log_errors=On display_errors=Off
         printf '%s\n' "$@"
     } >"$dir/php.ini"

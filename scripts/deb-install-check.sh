@@ -29,7 +29,7 @@ case ${1:-} in
     install)
         seeds=${2:?SEEDS}
         apt_get install "${packages[@]}" >apt.log 2>&1 || { cat apt.log; fail "apt install failed"; }
-        echo "installed: $(dpkg-query -W -f='${Package} ${Version}, ' 'php*-rediscluster-session')"
+        echo "installed: $(dpkg-query -W -f='${Package} ${Version}\n' 'php*-rediscluster-session' | paste -sd, | sed 's/,/, /g')"
         loaded || fail "php -m does not list rediscluster_session"
         php --ri rediscluster_session | grep "rediscluster_session support => enabled" >/dev/null ||
             fail "php --ri rediscluster_session: $(php --ri rediscluster_session 2>&1)"

@@ -22,6 +22,7 @@ CARGO_TARGET_DIR=/root/.cache/deb-target "$ROOT/scripts/deb.sh"
 packages=$(deb_dir)
 export CARGO_TARGET_DIR=$ROOT/target/$(cat /srv/debian-root)
 rm -rf "$CARGO_TARGET_DIR/deb-module"
+mkdir -p "$CARGO_TARGET_DIR"
 dpkg-deb -x "$(ls "$packages"/php*-rediscluster-session_*_amd64.deb | grep -v dbgsym)" "$CARGO_TARGET_DIR/deb-module"
 export RCS_EXT_SO=$(ls "$CARGO_TARGET_DIR"/deb-module/usr/lib/php/*/rediscluster_session.so)
 "$ROOT/scripts/pie-binaries.sh"

@@ -73,9 +73,10 @@ http {
 }
 EOF
     # php.ini is left out (-n) so only what is named here is loaded: phpredis
-    # (with igbinary, as Debian ships it) for the app's cache, and this
+    # (with igbinary, as Debian ships it; where it is built) for the app's cache, and this
     # extension, unless FPM_WITHOUT_EXTENSION=1 (phpredis's own handler then).
-    local ini=(-d extension=igbinary -d extension=redis -d session.save_handler=rediscluster)
+    local ini=(-d session.save_handler=rediscluster) module
+    for module in $(phpredis_modules); do ini+=(-d "extension=$module"); done
     [ -n "${FPM_WITHOUT_EXTENSION:-}" ] || ini+=(-d "extension=$EXT_SO")
     local setting
     for setting in "$@"; do ini+=(-d "$setting"); done

@@ -141,6 +141,17 @@ acl_tests() {
     printf '%s\n' "$ROOT"/php-tests/{002,006,007,020,024,025,027,029,030,042,054,055,065}-*.phpt
 }
 
+# phpredis's modules that $PHP has, in load order: "igbinary redis" (Debian's
+# phpredis needs igbinary first), "redis" (the debug PHPs' own build), or
+# nothing where phpredis is not built for this PHP (8.5 in Debian today).
+phpredis_modules() {
+    local dir
+    dir=$("$PHP" -n -r 'echo ini_get("extension_dir");')
+    [ -f "$dir/redis.so" ] || return 0
+    [ ! -f "$dir/igbinary.so" ] || printf 'igbinary '
+    echo redis
+}
+
 # deb_dir [12|13|sid]: where scripts/deb.sh puts a Debian release's packages
 # (by default this machine's): target/deb/debian12, debian13, debian-sid.
 deb_dir() {

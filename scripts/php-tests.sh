@@ -13,14 +13,18 @@ if [[ ${1:-} =~ ^[0-9]+$ ]]; then base=$1; shift; fi
 # RCS_FLAVOR: for tests that stop and start nodes with scripts/cluster.sh.
 export RCS_SEEDS=$(cluster_seeds "$base") RCS_FLAVOR=$flavor RCS_EXT=$EXT_SO NO_INTERACTION=1 REPORT_EXIT_STATUS=1
 if [ -n "${RCS_PHP_PREFIX:-}" ]; then
-    # A PHP of scripts/php-builds.sh: its phpredis has no igbinary, and
-    # Debian's php-fpm and mod_php cannot load modules built for it.
+    # A PHP of scripts/php-builds.sh: Debian's php-fpm and mod_php cannot
+    # load modules built for it.
     run_tests=$RCS_PHP_PREFIX/lib/run-tests.php
-    export RCS_PHPREDIS=redis RCS_NO_FPM="php-fpm is Debian's own build, not this PHP's" \
+    export RCS_NO_FPM="php-fpm is Debian's own build, not this PHP's" \
         RCS_NO_APACHE="Debian's mod_php is its own build, not this PHP's"
 else
     run_tests=$(php-config --extension-dir)/build/run-tests.php
 fi
+# The tests that read or write through phpredis skip where it is missing.
+phpredis=$(phpredis_modules)
+export RCS_PHPREDIS=${phpredis// /,}
+[ -n "$phpredis" ] || export RCS_NO_PHPREDIS="phpredis is not built for PHP $("$PHP" -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION;') here"
 # run-tests.php writes each test's script and output beside its .phpt and
 # deletes them once it passed: runs side by side (test.sh has several) each
 # get a copy of the tests, with the scripts they call at the same place.

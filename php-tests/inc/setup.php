@@ -148,8 +148,8 @@ function rcs_ext(): string {
     return rcs_env('RCS_EXT');
 }
 
-/** phpredis as Debian ships it (it needs igbinary loaded first); the debug PHPs' has no igbinary. */
-define('PHPREDIS', explode(',', getenv('RCS_PHPREDIS') ?: 'igbinary,redis'));
+/** phpredis's modules in load order, as scripts/php-tests.sh found them for this PHP. */
+define('PHPREDIS', explode(',', getenv('RCS_PHPREDIS') === false ? 'igbinary,redis' : getenv('RCS_PHPREDIS')));
 
 /**
  * Starts a child PHP running $code in the background, with the helpers loaded
