@@ -57,9 +57,10 @@ fn session_api(php_config: &str) {
         .expect("writing the session bindings");
     let mut shim = cc::Build::new();
     // A field whose type changed between PHP versions (PS(save_path) became a
-    // zend_string in 8.5) must stop the build, not be cast silently.
+    // zend_string in 8.5) must stop the build, not be cast silently: no `-w`
+    // (cc's warnings(false)), which silences even these errors.
     shim.file("src/php/session_globals.c")
-        .warnings(false)
+        .extra_warnings(false)
         .flag("-Werror=incompatible-pointer-types")
         .flag("-Werror=int-conversion");
     for include in &includes {
