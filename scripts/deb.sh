@@ -18,7 +18,8 @@
 #
 # Other settings: RCS_DEB_INSTALL_DEPS=0 does not apt-get the build
 # dependencies; CARGO_TARGET_DIR=DIR keeps cargo's build cache there between
-# runs (by default each run builds from scratch inside the build tree).
+# runs, and the build tree in it (by default each run builds from scratch
+# inside the build tree, in build/ beside the packages).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 # lib.sh exports the PHP to build for; the package build names its own per version.
@@ -78,9 +79,14 @@ fi
 
 . /etc/os-release
 out=$(deb_dir)
-tree=$out/build/php-rediscluster-session-$crate_version
+# The build tree sits in a kept CARGO_TARGET_DIR when there is one: cargo
+# keys the vendored crates' cache by their path, which must not depend on the
+# checkout's.
+build=$out/build
+[ -z "${CARGO_TARGET_DIR:-}" ] || build=$CARGO_TARGET_DIR/deb-build
+tree=$build/php-rediscluster-session-$crate_version
 src=$tree/rediscluster_session-$crate_version
-rm -rf "$out/build"
+rm -rf "$build"
 mkdir -p "$src"
 rm -f "$out"/*.deb "$out"/lintian.txt "$out"/build.log
 
@@ -163,8 +169,8 @@ start=$(date +%s)
     { tail -60 "$out/build.log"; die "dpkg-buildpackage failed (log: $out/build.log)"; }
 log "built in $(($(date +%s) - start)) s (log: $out/build.log)"
 
-cp "$out"/build/*.deb "$out/"
-changes=$(ls "$out"/build/*.changes)
+cp "$build"/*.deb "$out/"
+changes=$(ls "$build"/*.changes)
 for deb in "$out"/*.deb; do
     log "$(basename "$deb")"
     dpkg-deb -f "$deb" Package Version Architecture Depends Pre-Depends | sed 's/^/    /' >&2
