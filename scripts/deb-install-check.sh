@@ -3,9 +3,10 @@
 # there with the packages beside it), as a user would on a server with PHP and
 # no Rust:
 #   deb-install-check.sh install SEEDS   apt installs the packages here; every
-#       SAPI loads the module, a locked session round-trips on the cluster at
-#       SEEDS (host:port,...) and leaves no lock; then apt remove and purge
-#       leave PHP starting with no warning and no trace of the module.
+#       SAPI loads the module, two processes share a locked session on the
+#       cluster at SEEDS (host:port,...), lose nothing and leave no lock; then
+#       apt remove and purge leave PHP starting with no warning and no trace
+#       of the module.
 #   deb-install-check.sh refuse          the packages here are for another PHP
 #       ABI: apt refuses them and PHP is untouched.
 set -euo pipefail
@@ -36,27 +37,35 @@ case ${1:-} in
         php-fpm"$ver" -m | grep -x rediscluster_session >/dev/null || fail "php-fpm$ver -m does not list it"
         starts_clean
         echo "loaded by: php (cli) and php-fpm$ver, enabled in $(ls /etc/php/"$ver"/*/conf.d/*rediscluster_session.ini | wc -l) SAPIs"
-        # Two requests on one session: the second sees the first's write, and
-        # the lock is gone after each.
+        # Two PHP processes at once, 10 requests each, on one session: each
+        # request takes the lock (the module's own count) and none loses the
+        # other's update; no lock is left.
         save_path=$(tr ',' '\n' <<<"$seeds" | sed 's/^/seed[]=/' | paste -sd'&')
         sid=debinstall$RANDOM$RANDOM
-        for expected in 1 2; do
-            got=$(php -d session.save_handler=rediscluster -d "session.save_path=\"$save_path&timeout=2\"" \
-                -d redis.session.locking_enabled=1 -d session.use_strict_mode=0 -r '
-                session_id($argv[1]);
-                if (!session_start()) exit(1);
-                $_SESSION["n"] = ($_SESSION["n"] ?? 0) + 1;
-                if (!session_write_close()) exit(1);
-                echo $_SESSION["n"];' "$sid" 2>&1) || fail "session request failed: $got"
-            [ "$got" = "$expected" ] || fail "session request $expected read $got"
-        done
+        request() {
+            php -d session.save_handler=rediscluster -d "session.save_path=\"$save_path&timeout=2\"" \
+                -d redis.session.locking_enabled=1 -d redis.session.lock_wait_time=20000 \
+                -d redis.session.lock_retries=-1 -d session.use_strict_mode=0 -r '
+                for ($i = 0; $i < 10; $i++) {
+                    session_id($argv[1]);
+                    if (!session_start()) exit(1);
+                    $_SESSION["n"] = ($_SESSION["n"] ?? 0) + 1;
+                    if (!session_write_close()) exit(1);
+                }
+                echo rediscluster_session_stats()["locks_acquired"];' "$sid"
+        }
+        request >locks.1 2>&1 & first=$!
+        request >locks.2 2>&1 || fail "session requests failed: $(cat locks.2)"
+        wait "$first" || fail "session requests failed: $(cat locks.1)"
+        [ "$(cat locks.1)" = 10 ] && [ "$(cat locks.2)" = 10 ] ||
+            fail "locks taken: $(cat locks.1) and $(cat locks.2), not 10 each"
         host=${seeds%%,*}
         cli() { redis-cli -c -h "${host%:*}" -p "${host#*:}" "$@"; }
         key=PHPREDIS_CLUSTER_SESSION:$sid   # phpredis's default prefix for its cluster handler
-        [ "$(cli exists "{$key}_LOCK")" = 0 ] || fail "the lock outlived the request"
-        cli get "$key" | grep "n|i:2;" >/dev/null || fail "the session holds $(cli get "$key")"
+        [ "$(cli exists "{$key}_LOCK")" = 0 ] || fail "the lock outlived the requests"
+        cli get "$key" | grep "n|i:20;" >/dev/null || fail "the session holds $(cli get "$key"), not 20 updates"
         cli del "$key" >/dev/null
-        echo "a locked session round-tripped: 2 requests, lock released"
+        echo "a locked session shared by two processes: 20 requests, 20 locks, no update lost, no lock left"
         apt_get remove 'php*-rediscluster-session' >apt.log 2>&1 || { cat apt.log; fail "apt remove failed"; }
         ! loaded || fail "still loaded after apt remove"
         starts_clean
@@ -70,7 +79,9 @@ case ${1:-} in
         if apt_get install "${packages[@]}" >apt.log 2>&1; then
             fail "packages for another PHP installed on PHP $ver"
         fi
-        grep -o 'Depends: phpapi-[0-9]*[^|]*' apt.log | head -1 | sed 's/^/refused: /'
+        reason=$(grep -o 'Depends: phpapi-[0-9]*[^|]*' apt.log | head -1 || true)
+        [ -n "$reason" ] || { cat apt.log; fail "apt failed, but not for the PHP ABI"; }
+        echo "refused: $reason"
         ! loaded || fail "loaded after a refused install"
         starts_clean
         ;;

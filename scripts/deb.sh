@@ -50,6 +50,11 @@ if [ "$toolchain" != rustup ]; then
         version_ge "${debian_cargo:-0}" "$msrv" && break
         candidate=$(apt-cache show --no-all-versions "${pair%% *}" 2>/dev/null | sed -n 's/^Version: //p')
         if [ -n "$candidate" ] && version_ge "$candidate" "$msrv"; then
+            # cargo-web and rustc-web conflict with cargo and rustc: apt would
+            # remove an installed Debian Rust (and what needs it) to make room.
+            if [ "$pair" = "cargo-web rustc-web" ] && dpkg-query -W -f='${Status}\n' cargo rustc 2>/dev/null | grep -q 'install ok installed'; then
+                die "Debian's cargo/rustc ($debian_cargo) are installed and older than $msrv; cargo-web and rustc-web would replace them: install those yourself, or RCS_DEB_TOOLCHAIN=rustup"
+            fi
             # shellcheck disable=SC2086 # two package names
             install_packages $pair
             debian_cargo=$(PATH=$system_path cargo_version cargo || true)
@@ -86,6 +91,11 @@ build=$out/build
 [ -z "${CARGO_TARGET_DIR:-}" ] || build=$CARGO_TARGET_DIR/deb-build
 tree=$build/php-rediscluster-session-$crate_version
 src=$tree/rediscluster_session-$crate_version
+# One build at a time per tree: another checkout's run (a CI job beside a
+# hand-run one in the same root) would delete this one's tree.
+mkdir -p "$(dirname "$build")"
+exec 9>"$build.lock"
+flock 9
 rm -rf "$build"
 mkdir -p "$src"
 rm -f "$out"/*.deb "$out"/lintian.txt "$out"/build.log

@@ -6,8 +6,10 @@
 #   scripts/debian-root.sh NAME fresh DIR COMMAND...
 #                                                runs COMMAND in a throwaway copy of the
 #                                                root (an overlay, gone when it ends) with
-#                                                DIR's files in /srv/given, nothing else of
-#                                                the host's but the network
+#                                                DIR's files in /srv/given, in a PID
+#                                                namespace of its own, with a minimal /dev
+#                                                and the host's network (as root: a
+#                                                clean machine, not a sandbox)
 # The roots (NAME):
 #   debian13   Debian 13 "trixie": PHP 8.4 with php-fpm and Apache's mod_php,
 #              phpredis 6.2, Redis 8.0,
@@ -74,6 +76,13 @@ make_root() {
         mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources | head -1)
         [ -n "$mirror" ] || die "no Debian mirror in /etc/apt/sources.list.d/debian.sources"
         log "making a Debian $suite root in $DIR (about 3 minutes)"
+        # What an interrupted debootstrap left (nothing is ever mounted there).
+        local stale
+        for stale in "$CACHE/root-$name-new."*; do
+            [ -d "$stale" ] || continue
+            unmounted "$stale"
+            as_root rm -rf --one-file-system "$stale" "$stale.log"
+        done
         work=$(mktemp -d "$CACHE/root-$name-new.XXXXXX")
         as_root debootstrap --variant=minbase --include=ca-certificates "$suite" "$work" "$mirror" >"$work.log" 2>&1 ||
             { tail -20 "$work.log"; die "debootstrap failed (log: $work.log)"; }
@@ -99,8 +108,11 @@ make_root() {
     log "installing packages in the $name root ($DIR)"
     local apt="apt-get -o APT::Sandbox::User=root"
     # Recommends stay out: a server built from these lists has only what it names.
-    in_root "$DIR" "" sh -c "$apt update -qq && DEBIAN_FRONTEND=noninteractive $apt install -y -qq \
-        --no-install-recommends ${packages[*]} >/dev/null" || die "installing the $name root's packages failed"
+    # dpkg --configure -a first: an install that was killed half-way (test.sh
+    # ends its jobs when it stops early) leaves dpkg waiting for it.
+    in_root "$DIR" "" sh -c "dpkg --configure -a && $apt update -qq && DEBIAN_FRONTEND=noninteractive \
+        $apt install -y -qq --no-install-recommends ${packages[*]} >/dev/null" ||
+        die "installing the $name root's packages failed"
     # Tells scripts/debian-tests.sh which root it runs in.
     echo "$name" | as_root tee "$DIR/srv/debian-root" >/dev/null
     echo "$want" | as_root tee "$DIR/.complete" >/dev/null
@@ -132,8 +144,14 @@ in_root() {
         # shellcheck disable=SC2064 # the path is fixed now
         trap "unmounted '$scratch'; as_root rm -rf --one-file-system '$scratch'" EXIT
     fi
+    # A fresh copy also gets a PID namespace of its own (no host process is
+    # seen or signalled, and whatever it starts ends with it) and a /dev of a
+    # few character devices. A checkout run shares the host's processes: the
+    # pid files of the clusters it starts are read on the host.
+    local isolate=()
+    [ -z "$scratch" ] || isolate=(--pid --fork)
     # shellcheck disable=SC2016
-    as_root unshare --mount --propagation private -- env ROOTFS="$root" MODE="$mode" CHECKOUT="$ROOT" \
+    as_root unshare --mount --propagation private "${isolate[@]}" -- env ROOTFS="$root" MODE="$mode" CHECKOUT="$ROOT" \
         SCRATCH="$scratch" CARGO_SRC="$cargo_home" RUSTUP_SRC="$rustup_home" bash -euc '
         workdir=/
         if [ "$MODE" = checkout ]; then
@@ -152,7 +170,17 @@ in_root() {
         fi
         mkdir -p "$ROOTFS/proc" "$ROOTFS/dev"
         mount -t proc proc "$ROOTFS/proc"
-        mount --rbind /dev "$ROOTFS/dev"
+        if [ -n "$SCRATCH" ]; then
+            mount -t tmpfs -o mode=755,nosuid dev "$ROOTFS/dev"
+            for node in null zero full random urandom tty; do
+                touch "$ROOTFS/dev/$node"
+                mount --bind "/dev/$node" "$ROOTFS/dev/$node"
+            done
+            mkdir -p "$ROOTFS/dev/shm" "$ROOTFS/dev/pts"
+            mount -t tmpfs -o mode=1777,nosuid,nodev shm "$ROOTFS/dev/shm"
+        else
+            mount --rbind /dev "$ROOTFS/dev"
+        fi
         exec chroot "$ROOTFS" env -i HOME=/root TERM="${TERM:-dumb}" CI="${CI:-}" \
             PATH=/root/.cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
             bash -c "cd \"\$0\" && exec \"\$@\"" "$workdir" "$@"

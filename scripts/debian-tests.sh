@@ -24,7 +24,8 @@ export CARGO_TARGET_DIR=$ROOT/target/$(cat /srv/debian-root)
 rm -rf "$CARGO_TARGET_DIR/deb-module"
 mkdir -p "$CARGO_TARGET_DIR"
 dpkg-deb -x "$(ls "$packages"/php*-rediscluster-session_*_amd64.deb | grep -v dbgsym)" "$CARGO_TARGET_DIR/deb-module"
-export RCS_EXT_SO=$(ls "$CARGO_TARGET_DIR"/deb-module/usr/lib/php/*/rediscluster_session.so)
+RCS_EXT_SO=$(ls "$CARGO_TARGET_DIR"/deb-module/usr/lib/php/*/rediscluster_session.so) || die "no module in the package"
+export RCS_EXT_SO
 "$ROOT/scripts/pie-binaries.sh"
 [ -n "$test_bin" ] || test_bin=$(test_binary)
 # The TLS test's cluster beside it, with certificates of its own.

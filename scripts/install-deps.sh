@@ -17,7 +17,8 @@ install_packages "${packages[@]}"
 # Where services run (not in a container whose policy-rc.d forbids it), Debian
 # starts the Apache it installs, on port 80. The tests run Apache instances of
 # their own (scripts/apache.sh): one this script installed is stopped, one that
-# was there before is left as it was.
+# was there before is left running. Not as it was, though: installing
+# libapache2-mod-php switches Apache to the prefork MPM and enables PHP in it.
 if [[ $apache_installed != *"install ok installed"* ]] && service apache2 status >/dev/null 2>&1; then
     log "stopping the apache2 service that installing it started"
     as_root service apache2 stop >/dev/null

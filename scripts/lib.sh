@@ -24,13 +24,15 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 # SIGTERM, up to 5 s to exit, then SIGKILL; returns once the process is gone, so
 # that its directory can be removed (a server writes its log until it exits).
+# A zombie counts as gone: where PID 1 does not reap, one stays forever.
 stop_process() {
     local pid=$1
     kill "$pid" 2>/dev/null || return 0
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+    for _ in $(seq 50); do running "$pid" || return 0; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+    for _ in $(seq 50); do running "$pid" || return 0; sleep 0.1; done
 }
+running() { [ -e "/proc/$1" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
 
 # The command line of a script that serves an app with everything in a
 # directory (fpm.sh, apache.sh), which defines start_server DIR HTTP_PORT

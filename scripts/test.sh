@@ -42,7 +42,7 @@ trap stop_background EXIT
 # The minimal roots the packages are installed on (made once per machine,
 # mostly download and unpacking), beside everything else until they are needed.
 CACHE=${RCS_CACHE:-$HOME/.cache/rediscluster_session}
-background roots bash -c 'for root in minimal12 minimal13 minimal85; do "$0/scripts/debian-root.sh" "$root" root; done' "$ROOT"
+background roots bash -c 'for root in minimal12 minimal13 minimal85; do "$0/scripts/debian-root.sh" "$root" root || exit; done' "$ROOT"
 
 stage "test build"
 # One build of the tests serves every suite below.

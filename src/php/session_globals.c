@@ -41,12 +41,13 @@ void *rediscluster_session_save_path_new(const char *text, size_t len)
 #endif
 }
 
-/* Drops a value of rediscluster_session_save_path_new(); a zend_string lives
- * on while PHP holds a reference to it (session_save_path()'s return). */
+/* Frees a value of rediscluster_session_save_path_new(). PHP takes no
+ * reference to it (session_save_path() returns a copy of the text); a debug
+ * build asserts that. */
 void rediscluster_session_save_path_release(void *value)
 {
 #if PHP_VERSION_ID >= 80500
-	zend_string_release_ex((zend_string *)value, 1);
+	zend_string_free((zend_string *)value);
 #else
 	pefree(value, 1);
 #endif
