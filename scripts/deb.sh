@@ -97,7 +97,7 @@ mkdir -p "$(dirname "$build")"
 exec 9>"$build.lock"
 flock 9
 rm -rf "$build"
-mkdir -p "$src"
+mkdir -p "$src" "$out"
 rm -f "$out"/*.deb "$out"/lintian.txt "$out"/build.log
 
 # The source as committed (and any new files not ignored), without debian/.
