@@ -244,13 +244,20 @@ function rcs_lock_keys_left(string $sid): array {
     return array_values(array_filter(rcs_keys(rcs_lock_key($sid) . '*'), fn($key) => !str_ends_with($key, '_DONE')));
 }
 
-/** Whether every node says the cluster is ok and every replica's link to its primary is up. */
+/**
+ * Whether every node says the cluster is ok, every replica's link to its primary is up and every
+ * primary counts its replicas online, as scripts/cluster.sh waits for: WAIT (write_replicas) counts
+ * only those, and a replica that just synced (a restarted primary) has its link up a moment before
+ * its primary has its first ACK.
+ */
 function rcs_cluster_settled(): bool {
     foreach (rcs_seeds() as [$host, $port]) {
         try {
             if (!str_contains(Resp::send("$host:$port", ['CLUSTER', 'INFO']), 'cluster_state:ok')) return false;
             $info = Resp::send("$host:$port", ['INFO', 'replication']);
             if (str_contains($info, 'role:slave') && !str_contains($info, 'master_link_status:up')) return false;
+            if (str_contains($info, 'role:master') && (!preg_match_all('/^slave\d+:.*\bstate=(\w+)/m', $info, $states)
+                || array_diff($states[1], ['online']) !== [])) return false;
         } catch (Throwable) {
             Resp::forget("$host:$port");
             return false;
