@@ -14,7 +14,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 # Debian's Apache and its mod_php of the PHP the tests run on.
-php_version=$("$PHP" -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION;')
+php_version=$(php_minor_version)
 APACHE_BIN=${APACHE_BIN:-/usr/sbin/apache2}
 APACHE_MODULES=${APACHE_MODULES:-/usr/lib/apache2/modules}
 MOD_PHP=${MOD_PHP:-$APACHE_MODULES/libphp$php_version.so}

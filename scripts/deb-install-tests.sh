@@ -30,7 +30,6 @@ check() {
     compgen -G "$dir/php*-rediscluster-session_*_amd64.deb" >/dev/null || die "no package in $dir: run scripts/deb.sh there first"
     rm -rf "${given:?}"/*
     cp "$dir"/php-rediscluster-session_*_all.deb "$dir"/php*-rediscluster-session_*_amd64.deb "$given/"
-    rm -f "$given"/*-dbgsym_*
     cp "$ROOT/scripts/deb-install-check.sh" "$given/"
     "$ROOT/scripts/debian-root.sh" "$2" fresh "$given" ./deb-install-check.sh "${@:3}"
 }

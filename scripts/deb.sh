@@ -6,8 +6,8 @@
 # Debian roots of scripts/debian-root.sh share this checkout). It lays out a
 # build tree in build/ there (the tracked source, debian/,
 # the crates vendored with `cargo vendor` and a .cargo/config.toml that points
-# cargo at them), builds it offline with dpkg-buildpackage, copies the .debs to
-# target/deb/ and runs lintian on them (failing on an error).
+# cargo at them), builds it offline with dpkg-buildpackage, copies the .debs
+# beside it and runs lintian on them (failing on an error).
 #
 # Toolchain (RCS_DEB_TOOLCHAIN): "debian" builds with Debian's cargo and rustc
 # (on Debian 12 the newer cargo-web/rustc-web, installed here if missing),

@@ -30,7 +30,6 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-CACHE=${RCS_CACHE:-$HOME/.cache/rediscluster_session}
 # What scripts/deb.sh needs to build and check a package (dh-php's Build-Depends
 # and Debian's Rust >= the crate's rust-version: cargo-web on 12 and 13).
 PACKAGING=(build-essential dpkg-dev debhelper dh-php libclang-dev lintian xml2 fakeroot git)

@@ -23,7 +23,8 @@ packages=$(deb_dir)
 export CARGO_TARGET_DIR=$ROOT/target/$(cat /srv/debian-root)
 rm -rf "$CARGO_TARGET_DIR/deb-module"
 mkdir -p "$CARGO_TARGET_DIR"
-dpkg-deb -x "$(ls "$packages"/php*-rediscluster-session_*_amd64.deb | grep -v dbgsym)" "$CARGO_TARGET_DIR/deb-module"
+# (The glob leaves out php8.X-rediscluster-session-dbgsym_*.)
+dpkg-deb -x "$packages"/php*-rediscluster-session_*_amd64.deb "$CARGO_TARGET_DIR/deb-module"
 RCS_EXT_SO=$(ls "$CARGO_TARGET_DIR"/deb-module/usr/lib/php/*/rediscluster_session.so) || die "no module in the package"
 export RCS_EXT_SO
 "$ROOT/scripts/pie-binaries.sh"

@@ -11,7 +11,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 # Debian's php-fpm of the PHP the tests run on.
-fpm_name=php-fpm$("$PHP" -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION;')
+fpm_name=php-fpm$(php_minor_version)
 FPM_BIN=${FPM_BIN:-$(command -v "$fpm_name" || echo "/usr/sbin/$fpm_name")}
 NGINX_BIN=${NGINX_BIN:-$(command -v nginx || echo /usr/sbin/nginx)}
 

@@ -10,6 +10,9 @@ if [ -n "${RCS_PHP_PREFIX:-}" ]; then
 fi
 # RCS_EXT_SO=PATH: the module to test, if not this checkout's build (a Debian
 # package's, in scripts/debian-tests.sh).
+# Builds and roots made once per machine (debug PHPs, Debian roots, cargo's
+# cache of the package builds, previous releases), outside the checkout.
+CACHE=${RCS_CACHE:-$HOME/.cache/rediscluster_session}
 EXT_SO=${RCS_EXT_SO:-"${CARGO_TARGET_DIR:-$ROOT/target}/release/librediscluster_session.so"}
 
 # The PHP that ext-php-rs builds against; config.m4 passes the same values, so
@@ -143,6 +146,9 @@ acl_tests() {
     printf '%s\n' "$ROOT"/php-tests/{002,006,007,020,024,025,027,029,030,042,054,055,065}-*.phpt
 }
 
+# $PHP's version, major.minor.
+php_minor_version() { "$PHP" -n -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION;'; }
+
 # phpredis's modules that $PHP has, in load order: "igbinary redis" (Debian's
 # phpredis needs igbinary first), "redis" (the debug PHPs' own build), or
 # nothing where phpredis is not built for this PHP (8.5 in Debian today).
@@ -174,7 +180,7 @@ test_binary() {
 # The extension as built at git commit $1, once per commit and machine, in a
 # cache outside the checkout: prints the .so's path.
 previous_release() {
-    local cache=${RCS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rediscluster_session}/release-$1
+    local cache=$CACHE/release-$1
     local so="$cache/target/release/librediscluster_session.so"
     if [ ! -f "$so" ]; then
         log "building the previous release $1 into $cache"

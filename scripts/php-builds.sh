@@ -13,7 +13,6 @@ PHP_VERSION=8.2.32
 DEB_PHP=8.2.32-1~deb12u1        # the security archive's newer one lacks its .debian.tar.xz
 DEB_PHPREDIS=5.3.7+4.3.0-3
 PHPREDIS_DIR=redis-5.3.7
-CACHE=${RCS_CACHE:-$HOME/.cache/rediscluster_session}
 SOURCES=$CACHE/php-src
 
 # Debian's source packages: PHP's upstream tree and phpredis's (Debian's

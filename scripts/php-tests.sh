@@ -24,7 +24,7 @@ fi
 # The tests that read or write through phpredis skip where it is missing.
 phpredis=$(phpredis_modules)
 export RCS_PHPREDIS=${phpredis// /,}
-[ -n "$phpredis" ] || export RCS_NO_PHPREDIS="phpredis is not built for PHP $("$PHP" -r 'echo PHP_MAJOR_VERSION, ".", PHP_MINOR_VERSION;') here"
+[ -n "$phpredis" ] || export RCS_NO_PHPREDIS="phpredis is not built for PHP $(php_minor_version) here"
 # run-tests.php writes each test's script and output beside its .phpt and
 # deletes them once it passed: runs side by side (test.sh has several) each
 # get a copy of the tests, with the scripts they call at the same place.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The release archives PIE's pre-packaged-binary method downloads, for the PHP
-# this runs on (the host's 8.2; scripts/debian-tests.sh runs it for 8.4), from
-# the release build (scripts/build.sh), into target/pie/ with a SHA256SUMS
+# this runs on (the host's 8.2; scripts/debian-tests.sh runs it for 8.4 and
+# 8.5), from the module tested (EXT_SO: the release build, or the Debian
+# package's in the roots), into target/pie/ with a SHA256SUMS
 # line each; then each archive is unpacked and its module loaded by that PHP.
 #   scripts/pie-binaries.sh
 # Names as PIE 1.3+ looks for them on Linux (src/Platform/PrePackagedBinaryAssetName.php):

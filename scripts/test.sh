@@ -41,7 +41,6 @@ trap stop_background EXIT
 
 # The minimal roots the packages are installed on (made once per machine,
 # mostly download and unpacking), beside everything else until they are needed.
-CACHE=${RCS_CACHE:-$HOME/.cache/rediscluster_session}
 # debootstrap now, before the jobs: two apt-gets at once (this job's and the
 # debug job's) would fail on apt's lock on a fresh machine.
 install_packages debootstrap
