@@ -268,7 +268,9 @@ impl Cluster {
                     }
                     return Ok(replies);
                 }
-                Ok((replies, next)) if !request.follow_redirects => {
+                // No owner in the map: nothing was sent, so it is retried
+                // like any request (the caller has no reply to judge).
+                Ok((replies, next)) if !request.follow_redirects && !replies.is_empty() => {
                     if matches!(next, Next::Refresh(_)) {
                         self.refreshed = None;
                     }
