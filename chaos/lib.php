@@ -57,7 +57,7 @@ function cluster_healthy(): bool {
             Resp::forget($addr);
         }
     }
-    return $up >= 5;
+    return $up >= count($nodes) - 1;
 }
 
 function cluster_script(string $action, string $addr): void {
@@ -69,12 +69,20 @@ function cluster_script(string $action, string $addr): void {
 
 /** The session's counter as stored, read from its slot's primary. */
 function stored_count(string $key): ?int {
-    [$primary] = slot_owners(any_node(['CLUSTER', 'KEYSLOT', $key]));
-    $data = $primary ? Resp::send($primary, ['GET', $key]) : null;
-    return is_string($data) && preg_match('/n\|i:(\d+);/', $data, $m) ? (int)$m[1] : ($data === null ? 0 : null);
+    return stored_int($key, 'n');
 }
 
-function spawn_worker(array $job, string $prefix, array $phase_ini, string $ext): array {
+/** The session's integer $name as stored (0 if the session or the value is missing), or null if unreadable. */
+function stored_int(string $key, string $name): ?int {
+    [$primary] = slot_owners(any_node(['CLUSTER', 'KEYSLOT', $key]));
+    $data = $primary ? Resp::send($primary, ['GET', $key]) : null;
+    if ($data === null) return 0;
+    if (!is_string($data)) return null;
+    return preg_match('/(?:^|;|\})' . preg_quote($name, '/') . '\|i:(\d+);/', $data, $m) ? (int)$m[1] : 0;
+}
+
+/** Starts a worker; $command_prefix runs it elsewhere (`ip netns exec NS`). */
+function spawn_worker(array $job, string $prefix, array $phase_ini, string $ext, array $command_prefix = []): array {
     global $nodes;
     $save_path = implode('&', array_map(fn($a) => "seed[]=$a", $nodes))
         . '&timeout=0.5&read_timeout=2&prefix=' . urlencode($prefix)
@@ -87,7 +95,7 @@ function spawn_worker(array $job, string $prefix, array $phase_ini, string $ext)
         'redis.session.locking_enabled' => '1', 'redis.session.lock_expire' => (string)$GLOBALS['lock_expire'],
         'redis.session.lock_wait_time' => '20000', 'redis.session.lock_retries' => '250',
     ] + $phase_ini;
-    $cmd = [PHP_BINARY, '-n', '-d', "extension=$ext"];
+    $cmd = [...$command_prefix, PHP_BINARY, '-n', '-d', "extension=$ext"];
     foreach ($ini as $k => $v) array_push($cmd, '-d', "$k=\"$v\"");
     array_push($cmd, __DIR__ . '/worker.php', json_encode($job));
     $proc = proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['pipe', 'w']], $pipes);
@@ -117,8 +125,13 @@ function finish_worker(array $w, float $deadline): array {
     }
 }
 
-/** Runs one phase: workers on fresh sessions, $event after $before_event seconds. */
-function run_phase(string $name, float $seconds, array $phase_ini, callable $event): array {
+/**
+ * Runs one phase: workers on fresh sessions, $event after $before_event seconds.
+ * $options: 'command' => fn(int $worker): array, a command prefix for worker
+ * $worker (its network namespace); 'own' => fn(int $worker, string $prefix,
+ * string $shared): string, the id of its own session (default: random).
+ */
+function run_phase(string $name, float $seconds, array $phase_ini, callable $event, array $options = []): array {
     global $workers, $before_event;
     $prefix = 'CHAOS:' . preg_replace('/\W+/', '-', $name) . ':' . bin2hex(random_bytes(3)) . ':';
     $shared = 'shared' . bin2hex(random_bytes(8));
@@ -126,12 +139,12 @@ function run_phase(string $name, float $seconds, array $phase_ini, callable $eve
     $procs = [];
     $own = [];
     for ($i = 0; $i < $workers; $i++) {
-        $own[] = "own$i" . bin2hex(random_bytes(8));
-        $job = ['own' => $own[$i], 'shared' => $shared,
+        $own[] = isset($options['own']) ? $options['own']($i, $prefix, $shared) : "own$i" . bin2hex(random_bytes(8));
+        $job = ['own' => $own[$i], 'shared' => $shared, 'worker' => $i,
             'seconds' => $seconds, 'start_ns' => $start_ns];
         // (m): every other worker runs the previous release.
         $ext = $name === 'mixed' && $i % 2 ? getenv('RCS_EXT_PREVIOUS') : getenv('RCS_EXT');
-        $procs[] = spawn_worker($job, $prefix, $phase_ini, $ext);
+        $procs[] = spawn_worker($job, $prefix, $phase_ini, $ext, isset($options['command']) ? $options['command']($i) : []);
     }
     time_nanosleep(0, 300_000_000);
     usleep((int)($before_event * 1e6));
@@ -180,6 +193,17 @@ function run_phase(string $name, float $seconds, array $phase_ini, callable $eve
             }
         }
     }
+    // Exactly: what the workers' reads found missing, and what they acknowledged
+    // after their last read of the session that the final value lacks.
+    $lost_exactly = 0;
+    foreach ($results as $r) {
+        $lost_exactly += array_sum($r['lost'] ?? []);
+        foreach ($r['unchecked'] ?? [] as $sid => $seqs) {
+            if (!$seqs) continue;
+            $last = stored_int($prefix . $sid, "w{$r['worker']}");
+            $lost_exactly += $last === null ? count($seqs) : count(array_filter($seqs, fn($s) => $s > $last));
+        }
+    }
     $lost = $unacked_stored = 0;
     foreach ($acked as $sid => $n) {
         $stored = stored_count($prefix . $sid);
@@ -217,7 +241,9 @@ function run_phase(string $name, float $seconds, array $phase_ini, callable $eve
         'failed start' => $failures['start'],
         'failed write' => $failures['write'],
         'silent failures' => $silent,
-        'lost acked' => $lost,
+        // The final counter alone can hide a loss (behind a write that failed but was stored), never add one.
+        'lost acked' => max($lost, $lost_exactly),
+        'lost acked by count' => $lost,
         'stored, not acked' => $unacked_stored,
         'longest session stall s' => round($stall / 1e9, 2),
         'served read-only' => $read_only,
@@ -339,9 +365,10 @@ function other_primary(string $addr): string {
  * Moves $slots from $from to $to the classic way, all at once (IMPORTING and
  * MIGRATING, MIGRATE key by key with a pause, SETSLOT NODE everywhere);
  * returns the seconds the slots were migrating. Keys written meanwhile are
- * moved too.
+ * moved too. $after_key, called after each key moved, stops the move there
+ * (the slots left migrating) when it returns true.
  */
-function migrate_slots(array $slots, string $from, string $to): float {
+function migrate_slots(array $slots, string $from, string $to, ?callable $after_key = null): float {
     global $nodes;
     [$host, $port] = explode(':', $to);
     $to_id = node_id($to);
@@ -363,6 +390,7 @@ function migrate_slots(array $slots, string $from, string $to): float {
             if ($reply instanceof RespError && !str_contains($reply->message, 'NOKEY')) {
                 throw new RuntimeException("MIGRATE: $reply->message");
             }
+            if ($after_key && $after_key()) return microtime(true) - $started;
         }
         usleep(MIGRATION_PAUSE_MS * 1000);
     }

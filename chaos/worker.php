@@ -5,6 +5,12 @@
 // each session_start() that served the session (read-only ones included), how
 // many were read-only (failover=error), the longest session_start(), and
 // every failure with its warning.
+// Lost writes are counted exactly, not only from the final counter (where a
+// write that failed but was stored would hide one that was acknowledged and
+// lost): every write also stores w<worker> = a sequence number of this
+// worker's. Each locked read checks that the last one it had acknowledged in
+// the session is still there; the driver checks the final value against
+// those acknowledged after the last read ('unchecked').
 //   php -n -d ...session INI... chaos/worker.php JOB_JSON
 $job = json_decode($argv[1], true, flags: JSON_THROW_ON_ERROR);
 $warnings = [];
@@ -22,6 +28,10 @@ $longest_start = 0;
 // The previous release (the mixed phase) lacks the function.
 $is_read_only = function_exists('rediscluster_session_read_only') ? 'rediscluster_session_read_only' : fn() => false;
 $failures = [];
+$me = $job['worker'] ?? 0;
+$seq = 0;
+$unchecked = array_fill_keys($sessions, []);
+$lost = array_fill_keys($sessions, 0);
 $wait = $job['start_ns'] - hrtime(true);
 if ($wait > 0) usleep(intdiv($wait, 1000));
 $end = hrtime(true) + (int)($job['seconds'] * 1e9);
@@ -38,7 +48,14 @@ for ($i = 0; hrtime(true) < $end; $i++) {
         continue;
     }
     $served[$sid][] = hrtime(true);
-    $read_only += (int)$is_read_only();
+    if ($is_read_only()) {
+        $read_only++;
+    } else {
+        $seen = $_SESSION["w$me"] ?? 0;
+        $lost[$sid] += count(array_filter($unchecked[$sid], fn($s) => $s > $seen));
+        $unchecked[$sid] = [];
+    }
+    $_SESSION["w$me"] = ++$seq;
     $_SESSION['n'] = ($_SESSION['n'] ?? 0) + 1;
     session_write_close();
     if ($warnings) {
@@ -46,8 +63,10 @@ for ($i = 0; hrtime(true) < $end; $i++) {
         continue;
     }
     $acked[$sid]++;
+    $unchecked[$sid][] = $seq;
     $done[$sid][] = hrtime(true);
     usleep(2000);
 }
 echo json_encode(['acked' => $acked, 'done' => $done, 'served' => $served, 'read_only' => $read_only,
-    'longest_start' => $longest_start, 'failures' => $failures]), "\n";
+    'longest_start' => $longest_start, 'failures' => $failures, 'worker' => $me, 'lost' => $lost,
+    'unchecked' => $unchecked]), "\n";
