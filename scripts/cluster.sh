@@ -10,6 +10,10 @@
 # CLUSTER_NODE_TIMEOUT (ms, default 15000): long, so that a loaded machine, or
 # MONITOR formatting a multi-MB argument, never fails a node over by
 # accident; the chaos run asks for 1 s where it wants failovers.
+# CLUSTER_REPLICAS=2: two replicas per primary (with CLUSTER_NODES=9).
+# CLUSTER_NETNS=PREFIX and CLUSTER_NET=A.B.C (chaos/partition.sh): node
+# BASE_PORT+i runs in the network namespace PREFIXi, made beforehand, bound
+# to A.B.C.(i+1), so that the network between nodes can be cut.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -20,6 +24,12 @@ base=${3:-$(default_base_port "$flavor")}
 dir="$ROOT/.cluster/$flavor-$base"
 nodes=${CLUSTER_NODES:-6}
 ports=($(seq "$base" $((base + nodes - 1))))
+replicas=${CLUSTER_REPLICAS:-1}
+netns=${CLUSTER_NETNS:-}
+
+# The address node $1 (a port) binds, and the command prefix that runs in its namespace.
+node_host() { if [ -n "$netns" ]; then echo "${CLUSTER_NET:?}.$(($1 - base + 1))"; else echo 127.0.0.1; fi; }
+in_node_netns() { if [ -n "$netns" ]; then ip netns exec "$netns$(($1 - base))" "${@:2}"; else "${@:2}"; fi; }
 
 node_pid() { cat "$dir/$1/pid" 2>/dev/null || true; }
 
@@ -55,18 +65,18 @@ cluster_ready() {
     for port in "${ports[@]}"; do
         # Captured first: `cli | grep -q` fails under pipefail when grep leaves early.
         local info
-        info=$(cli -p "$port" cluster info) || return 1
+        info=$(cli -h "$(node_host "$port")" -p "$port" cluster info) || return 1
         grep -q 'cluster_state:ok' <<<"$info" || return 1
         # A replica is ready when its link is up and its primary counts it
         # online (WAIT only counts those; the two can differ for a moment).
         local replication
-        replication=$(cli -p "$port" info replication)
+        replication=$(cli -h "$(node_host "$port")" -p "$port" info replication)
         case "$replication" in
             *role:master*) grep -q 'state=online' <<<"$replication" || return 1 ;;
             *) grep -q 'master_link_status:up' <<<"$replication" || return 1 ;;
         esac
     done
-    [ "$(cli -p "${ports[0]}" cluster nodes | grep -c slave)" -eq $((nodes / 2)) ]
+    [ "$(cli -h "$(node_host "${ports[0]}")" -p "${ports[0]}" cluster nodes | grep -c slave)" -eq $((nodes - nodes / (replicas + 1))) ]
 }
 
 # With CLUSTER_TLS_DIR (certificates from scripts/tls-certs.sh) every node
@@ -86,7 +96,7 @@ start_node() {
     local port_args=(--port "$1")
     [ -z "$tls_dir" ] || port_args=(--tls-port "$1" "${server_tls[@]}")
     mkdir -p "$dir/$1"
-    "$SERVER_BIN" "${port_args[@]}" --bind 127.0.0.1 --dir "$dir/$1" \
+    in_node_netns "$1" "$SERVER_BIN" "${port_args[@]}" --bind "$(node_host "$1")" --dir "$dir/$1" \
         --cluster-enabled yes --cluster-config-file nodes.conf \
         --cluster-node-timeout "${CLUSTER_NODE_TIMEOUT:-15000}" \
         --save '' --appendonly no --daemonize yes \
@@ -99,13 +109,13 @@ start() {
     local port
     for port in "${ports[@]}"; do start_node "$port"; done
     for port in "${ports[@]}"; do
-        wait_until 10 "node $port" cli -p "$port" ping
+        wait_until 10 "node $port" cli -h "$(node_host "$port")" -p "$port" ping
     done
-    cli --cluster create $(printf '127.0.0.1:%s ' "${ports[@]}") \
-        --cluster-replicas 1 --cluster-yes >"$dir/create.log" 2>&1 \
+    cli --cluster create $(for port in "${ports[@]}"; do printf '%s:%s ' "$(node_host "$port")" "$port"; done) \
+        --cluster-replicas "$replicas" --cluster-yes >"$dir/create.log" 2>&1 \
         || { cat "$dir/create.log" >&2; die "cluster create failed"; }
     wait_until 60 "the $flavor cluster to be ready" cluster_ready
-    log "$flavor cluster up on ports ${ports[0]}-${ports[-1]} ($("$SERVER_BIN" --version | cut -d' ' -f1-3))"
+    log "$flavor cluster up on ports ${ports[0]}-${ports[-1]}${netns:+ in namespaces ${netns}0-$((nodes - 1))} ($("$SERVER_BIN" --version | cut -d' ' -f1-3))"
 }
 
 case "$action" in
