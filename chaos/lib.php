@@ -129,26 +129,43 @@ function finish_worker(array $w, float $deadline): array {
  * Runs one phase: workers on fresh sessions, $event after $before_event seconds.
  * $options: 'command' => fn(int $worker): array, a command prefix for worker
  * $worker (its network namespace); 'own' => fn(int $worker, string $prefix,
- * string $shared): string, the id of its own session (default: random).
+ * string $shared): string, the id of its own session (default: random);
+ * 'groups' => [label => fn(int $worker): bool, ...]: the workers in groups,
+ * each with a shared session of its own (on the first one's primary) and INI
+ * of its own ('ini' => [label => INI]); then one row per group ("NAME, label")
+ * instead of one.
  */
 function run_phase(string $name, float $seconds, array $phase_ini, callable $event, array $options = []): array {
     global $workers, $before_event;
     $prefix = 'CHAOS:' . preg_replace('/\W+/', '-', $name) . ':' . bin2hex(random_bytes(3)) . ':';
-    $shared = 'shared' . bin2hex(random_bytes(8));
+    $groups = $options['groups'] ?? ['' => fn() => true];
+    $group_of = function (int $i) use ($groups): string {
+        foreach ($groups as $label => $in) if ($in($i)) return $label;
+        throw new LogicException("worker $i is in no group");
+    };
+    $shared = [];
+    foreach (array_keys($groups) as $label) {
+        do {
+            $id = 'shared' . bin2hex(random_bytes(8));
+        } while ($shared && slot_owners(key_slot($prefix . $id))[0] !== slot_owners(key_slot($prefix . reset($shared)))[0]);
+        $shared[$label] = $id;
+    }
     $start_ns = hrtime(true) + 300_000_000;
     $procs = [];
     $own = [];
     for ($i = 0; $i < $workers; $i++) {
-        $own[] = isset($options['own']) ? $options['own']($i, $prefix, $shared) : "own$i" . bin2hex(random_bytes(8));
-        $job = ['own' => $own[$i], 'shared' => $shared, 'worker' => $i,
+        $label = $group_of($i);
+        $own[] = isset($options['own']) ? $options['own']($i, $prefix, $shared[$label]) : "own$i" . bin2hex(random_bytes(8));
+        $job = ['own' => $own[$i], 'shared' => $shared[$label], 'worker' => $i,
             'seconds' => $seconds, 'start_ns' => $start_ns];
         // (m): every other worker runs the previous release.
         $ext = $name === 'mixed' && $i % 2 ? getenv('RCS_EXT_PREVIOUS') : getenv('RCS_EXT');
-        $procs[] = spawn_worker($job, $prefix, $phase_ini, $ext, isset($options['command']) ? $options['command']($i) : []);
+        $procs[] = spawn_worker($job, $prefix, ($options['ini'][$label] ?? []) + $phase_ini, $ext,
+            isset($options['command']) ? $options['command']($i) : []);
     }
     time_nanosleep(0, 300_000_000);
     usleep((int)($before_event * 1e6));
-    $slot = any_node(['CLUSTER', 'KEYSLOT', $prefix . $shared]);
+    $slot = any_node(['CLUSTER', 'KEYSLOT', $prefix . reset($shared)]);
     // The hot sessions: the shared one and one worker's own on the same primary.
     $hot = [$slot];
     foreach ($own as $sid) {
@@ -161,14 +178,24 @@ function run_phase(string $name, float $seconds, array $phase_ini, callable $eve
     $GLOBALS['migration_window'] = null;
     $event_ns = hrtime(true);
     [$event_text, $event_seconds] = $event($slot, $hot);
-    $ended = [];
-    $results = [];
-    foreach ($procs as $w) {
+    $finished = [];
+    foreach ($procs as $i => $w) {
         [$result, $how] = finish_worker($w, microtime(true) + $seconds + 30);
-        $ended[] = $how;
-        if ($result) $results[] = $result;
+        $finished[$group_of($i)][] = [$result, $how];
     }
     wait_for('cluster_healthy', 30);
+    $rows = [];
+    foreach ($finished as $label => $group) {
+        $row_name = $label === '' ? $name : "$name, $label";
+        $rows[] = phase_row($row_name, $prefix, $group, $event_ns, $event_text, $event_seconds);
+    }
+    return isset($options['groups']) ? $rows : $rows[0];
+}
+
+/** One phase's figures from its workers' [result, how it ended]. */
+function phase_row(string $name, string $prefix, array $finished, int $event_ns, string $event_text, ?float $event_seconds): array {
+    $ended = array_column($finished, 1);
+    $results = array_filter(array_column($finished, 0));
 
     $acked = [];
     $done = [];
