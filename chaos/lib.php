@@ -133,7 +133,8 @@ function finish_worker(array $w, float $deadline): array {
  * 'groups' => [label => fn(int $worker): bool, ...]: the workers in groups,
  * each with a shared session of its own (on the first one's primary) and INI
  * of its own ('ini' => [label => INI]); then one row per group ("NAME, label")
- * instead of one.
+ * instead of one; 'acks' => DIR: the workers publish their acknowledged
+ * writes in a new directory in DIR and count the reads older than them.
  */
 function run_phase(string $name, float $seconds, array $phase_ini, callable $event, array $options = []): array {
     global $workers, $before_event;
@@ -150,6 +151,8 @@ function run_phase(string $name, float $seconds, array $phase_ini, callable $eve
         } while ($shared && slot_owners(key_slot($prefix . $id))[0] !== slot_owners(key_slot($prefix . reset($shared)))[0]);
         $shared[$label] = $id;
     }
+    $acks = null;
+    if (isset($options['acks'])) mkdir($acks = $options['acks'] . '/' . bin2hex(random_bytes(6)));
     $start_ns = hrtime(true) + 300_000_000;
     $procs = [];
     $own = [];
@@ -157,7 +160,7 @@ function run_phase(string $name, float $seconds, array $phase_ini, callable $eve
         $label = $group_of($i);
         $own[] = isset($options['own']) ? $options['own']($i, $prefix, $shared[$label]) : "own$i" . bin2hex(random_bytes(8));
         $job = ['own' => $own[$i], 'shared' => $shared[$label], 'worker' => $i,
-            'seconds' => $seconds, 'start_ns' => $start_ns];
+            'seconds' => $seconds, 'start_ns' => $start_ns, 'acks' => $acks];
         // (m): every other worker runs the previous release.
         $ext = $name === 'mixed' && $i % 2 ? getenv('RCS_EXT_PREVIOUS') : getenv('RCS_EXT');
         $procs[] = spawn_worker($job, $prefix, ($options['ini'][$label] ?? []) + $phase_ini, $ext,
@@ -201,6 +204,7 @@ function phase_row(string $name, string $prefix, array $finished, int $event_ns,
     $done = [];
     $served = [];
     $read_only = 0;
+    $stale = ['read_only' => 0, 'locked' => 0];
     $longest_start = 0;
     $failures = ['start' => 0, 'write' => 0];
     $silent = 0;
@@ -210,6 +214,7 @@ function phase_row(string $name, string $prefix, array $finished, int $event_ns,
         foreach ($r['done'] as $sid => $times) $done[$sid] = array_merge($done[$sid] ?? [], $times);
         foreach ($r['served'] as $sid => $times) $served[$sid] = array_merge($served[$sid] ?? [], $times);
         $read_only += $r['read_only'];
+        foreach ($r['stale'] ?? [] as $how => $n) $stale[$how] += $n;
         $longest_start = max($longest_start, $r['longest_start']);
         foreach ($r['failures'] as [, $stage, $warnings]) {
             $failures[$stage]++;
@@ -274,6 +279,9 @@ function phase_row(string $name, string $prefix, array $finished, int $event_ns,
         'stored, not acked' => $unacked_stored,
         'longest session stall s' => round($stall / 1e9, 2),
         'served read-only' => $read_only,
+        // Reads older than a write another worker had acknowledged before they began (with 'acks').
+        'stale read-only' => $stale['read_only'],
+        'stale locked' => $stale['locked'],
         'longest unserved s' => round($served_stall / 1e9, 2),
         'longest start s' => round($longest_start / 1e9, 2),
         'crashed or hung' => count(array_filter($ended, fn($how) => $how !== 'ok')),

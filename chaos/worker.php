@@ -11,6 +11,10 @@
 // worker's. Each locked read checks that the last one it had acknowledged in
 // the session is still there; the driver checks the final value against
 // those acknowledged after the last read ('unchecked').
+// With 'acks' (a directory every worker of the phase can reach), each worker
+// publishes there the last write it had acknowledged per session, and each
+// read checks that it is not older than what the other workers had
+// acknowledged before it began ('stale': read-only reads and locked ones).
 //   php -n -d ...session INI... chaos/worker.php JOB_JSON
 $job = json_decode($argv[1], true, flags: JSON_THROW_ON_ERROR);
 $warnings = [];
@@ -32,6 +36,9 @@ $me = $job['worker'] ?? 0;
 $seq = 0;
 $unchecked = array_fill_keys($sessions, []);
 $lost = array_fill_keys($sessions, 0);
+$acks = $job['acks'] ?? null;
+$stale = ['read_only' => 0, 'locked' => 0];
+$ack_file = fn(string $sid, string $worker) => "$acks/" . md5($sid) . ".$worker";
 $wait = $job['start_ns'] - hrtime(true);
 if ($wait > 0) usleep(intdiv($wait, 1000));
 $end = hrtime(true) + (int)($job['seconds'] * 1e9);
@@ -39,6 +46,13 @@ for ($i = 0; hrtime(true) < $end; $i++) {
     $sid = $sessions[$i % 2];
     $warnings = [];
     session_id($sid);
+    $acknowledged = [];
+    if ($acks) {
+        foreach (glob($ack_file($sid, 'w*')) as $file) {
+            $worker = substr(strrchr($file, '.'), 1);
+            if ($worker !== "w$me") $acknowledged[$worker] = (int)@file_get_contents($file);
+        }
+    }
     $started_ns = hrtime(true);
     $started = session_start();
     $longest_start = max($longest_start, hrtime(true) - $started_ns);
@@ -48,6 +62,12 @@ for ($i = 0; hrtime(true) < $end; $i++) {
         continue;
     }
     $served[$sid][] = hrtime(true);
+    foreach ($acknowledged as $worker => $seq) {
+        if (($_SESSION[$worker] ?? 0) < $seq) {
+            $stale[$is_read_only() ? 'read_only' : 'locked']++;
+            break;
+        }
+    }
     if ($is_read_only()) {
         $read_only++;
     } else {
@@ -64,9 +84,13 @@ for ($i = 0; hrtime(true) < $end; $i++) {
     }
     $acked[$sid]++;
     $unchecked[$sid][] = $seq;
+    if ($acks) {
+        file_put_contents($ack_file($sid, "tmp$me"), (string)$seq);
+        rename($ack_file($sid, "tmp$me"), $ack_file($sid, "w$me"));
+    }
     $done[$sid][] = hrtime(true);
     usleep(2000);
 }
 echo json_encode(['acked' => $acked, 'done' => $done, 'served' => $served, 'read_only' => $read_only,
     'longest_start' => $longest_start, 'failures' => $failures, 'worker' => $me, 'lost' => $lost,
-    'unchecked' => $unchecked]), "\n";
+    'unchecked' => $unchecked, 'stale' => $stale]), "\n";
