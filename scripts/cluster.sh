@@ -95,6 +95,8 @@ cli() { "$CLI_BIN" "${cli_tls[@]}" "$@"; }
 start_node() {
     local port_args=(--port "$1")
     [ -z "$tls_dir" ] || port_args=(--tls-port "$1" "${server_tls[@]}")
+    # In its namespace a node is reached from other addresses, which protected mode refuses.
+    [ -z "$netns" ] || port_args+=(--protected-mode no)
     mkdir -p "$dir/$1"
     in_node_netns "$1" "$SERVER_BIN" "${port_args[@]}" --bind "$(node_host "$1")" --dir "$dir/$1" \
         --cluster-enabled yes --cluster-config-file nodes.conf \
