@@ -205,7 +205,7 @@ function phase_row(string $name, string $prefix, array $finished, int $event_ns,
     $served = [];
     $read_only = 0;
     $stale = ['read_only' => 0, 'locked' => 0];
-    $longest_start = 0;
+    $longest_start = $longest_write = 0;
     $failures = ['start' => 0, 'write' => 0];
     $silent = 0;
     $texts = [];
@@ -216,6 +216,7 @@ function phase_row(string $name, string $prefix, array $finished, int $event_ns,
         $read_only += $r['read_only'];
         foreach ($r['stale'] ?? [] as $how => $n) $stale[$how] += $n;
         $longest_start = max($longest_start, $r['longest_start']);
+        $longest_write = max($longest_write, $r['longest_write'] ?? 0);
         foreach ($r['failures'] as [, $stage, $warnings]) {
             $failures[$stage]++;
             if (!$warnings) $silent++;
@@ -284,6 +285,7 @@ function phase_row(string $name, string $prefix, array $finished, int $event_ns,
         'stale locked' => $stale['locked'],
         'longest unserved s' => round($served_stall / 1e9, 2),
         'longest start s' => round($longest_start / 1e9, 2),
+        'longest write s' => round($longest_write / 1e9, 2),
         'crashed or hung' => count(array_filter($ended, fn($how) => $how !== 'ok')),
         'ended' => array_values(array_filter($ended, fn($how) => $how !== 'ok')),
         'warnings' => $texts,

@@ -29,6 +29,7 @@ $done = array_fill_keys($sessions, []);
 $served = array_fill_keys($sessions, []);
 $read_only = 0;
 $longest_start = 0;
+$longest_write = 0;
 // The previous release (the mixed phase) lacks the function.
 $is_read_only = function_exists('rediscluster_session_read_only') ? 'rediscluster_session_read_only' : fn() => false;
 $failures = [];
@@ -77,7 +78,9 @@ for ($i = 0; hrtime(true) < $end; $i++) {
     }
     $_SESSION["w$me"] = ++$seq;
     $_SESSION['n'] = ($_SESSION['n'] ?? 0) + 1;
+    $writing_ns = hrtime(true);
     session_write_close();
+    $longest_write = max($longest_write, hrtime(true) - $writing_ns);
     if ($warnings) {
         $failures[] = [hrtime(true), 'write', $warnings];
         continue;
@@ -92,5 +95,5 @@ for ($i = 0; hrtime(true) < $end; $i++) {
     usleep(2000);
 }
 echo json_encode(['acked' => $acked, 'done' => $done, 'served' => $served, 'read_only' => $read_only,
-    'longest_start' => $longest_start, 'failures' => $failures, 'worker' => $me, 'lost' => $lost,
+    'longest_start' => $longest_start, 'longest_write' => $longest_write, 'failures' => $failures, 'worker' => $me, 'lost' => $lost,
     'unchecked' => $unchecked, 'stale' => $stale]), "\n";
