@@ -45,6 +45,8 @@ export PARTITION_SHM=$tmp
 
 cleanup() {
     local ns pid
+    # PARTITION_LOGS=DIR keeps the nodes' logs and nodes.conf there, for a failure's post-mortem.
+    [ -z "${PARTITION_LOGS:-}" ] || { mkdir -p "$PARTITION_LOGS"; cp -r "$ROOT/.cluster/$flavor-$base/." "$PARTITION_LOGS/" || true; }
     "${cluster[@]}" stop "$flavor" "$base" || true
     # Whatever still runs in the namespaces is this run's (workers of a killed driver).
     for ns in "${namespaces[@]}"; do
