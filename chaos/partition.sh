@@ -43,8 +43,10 @@ tmp=$(mktemp -d /tmp/rcsp-partition.XXXXXX)
 mkdir "$tmp/wa" "$tmp/wb"
 export PARTITION_SHM=$tmp
 
+driver=
 cleanup() {
     local ns pid
+    [ -z "$driver" ] || stop_process "$driver"
     # PARTITION_LOGS=DIR keeps the nodes' logs and nodes.conf there, for a failure's post-mortem.
     [ -z "${PARTITION_LOGS:-}" ] || { mkdir -p "$PARTITION_LOGS"; cp -r "$ROOT/.cluster/$flavor-$base/." "$PARTITION_LOGS/" || true; }
     "${cluster[@]}" stop "$flavor" "$base" || true
@@ -85,6 +87,11 @@ for ns in "${namespaces[@]}"; do
 done
 
 "${cluster[@]}" start "$flavor" "$base"
+# In the background, so that an interrupt is handled at once (bash runs a trap
+# only once its foreground command has ended), and the driver stopped first.
+RCS_EXT=$EXT_SO "${cluster[@]:0:6}" "$PHP" -n "$ROOT/chaos/partition.php" "$flavor" "$base" "$replicas" "${args[@]}" &
+driver=$!
 status=0
-RCS_EXT=$EXT_SO "${cluster[@]:0:6}" "$PHP" -n "$ROOT/chaos/partition.php" "$flavor" "$base" "$replicas" "${args[@]}" || status=$?
+wait "$driver" || status=$?
+driver=
 exit $status
