@@ -63,8 +63,8 @@ for ($i = 0; hrtime(true) < $end; $i++) {
         continue;
     }
     $served[$sid][] = hrtime(true);
-    foreach ($acknowledged as $worker => $seq) {
-        if (($_SESSION[$worker] ?? 0) < $seq) {
+    foreach ($acknowledged as $worker => $their_seq) {
+        if (($_SESSION[$worker] ?? 0) < $their_seq) {
             $stale[$is_read_only() ? 'read_only' : 'locked']++;
             break;
         }
