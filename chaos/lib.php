@@ -190,13 +190,13 @@ function run_phase(string $name, float $seconds, array $phase_ini, callable $eve
     $rows = [];
     foreach ($finished as $label => $group) {
         $row_name = $label === '' ? $name : "$name, $label";
-        $rows[] = phase_row($row_name, $prefix, $group, $event_ns, $event_text, $event_seconds);
+        $rows[] = phase_row($row_name, $prefix, $group, $event_ns, $start_ns + (int)($seconds * 1e9), $event_text, $event_seconds);
     }
     return isset($options['groups']) ? $rows : $rows[0];
 }
 
 /** One phase's figures from its workers' [result, how it ended]. */
-function phase_row(string $name, string $prefix, array $finished, int $event_ns, string $event_text, ?float $event_seconds): array {
+function phase_row(string $name, string $prefix, array $finished, int $event_ns, int $end_ns, string $event_text, ?float $event_seconds): array {
     $ended = array_column($finished, 1);
     $results = array_filter(array_column($finished, 0));
 
@@ -249,8 +249,9 @@ function phase_row(string $name, string $prefix, array $finished, int $event_ns,
     }
     // The longest time a session went without a successful request (or
     // without a session_start() that served it, read-only included), from
-    // the event on (every session is busy all the time, so any gap is a stall).
-    $longest_gap = function (array $by_session) use ($event_ns): int {
+    // the event on to the workers' end (every session is busy all the time,
+    // so any gap is a stall; one never served again stalled until the end).
+    $longest_gap = function (array $by_session) use ($event_ns, $end_ns): int {
         $gap = 0;
         foreach ($by_session as $times) {
             sort($times);
@@ -259,6 +260,7 @@ function phase_row(string $name, string $prefix, array $finished, int $event_ns,
                 $gap = max($gap, $t - $previous);
                 $previous = $t;
             }
+            $gap = max($gap, $end_ns - $previous);
         }
         return $gap;
     };
