@@ -118,6 +118,9 @@ function role(string $node): ?string {
 function split_of(int $slot): array {
     global $nodes, $replicas;
     [$primary, $primary_replicas] = slot_owners($slot);
+    if (count($primary_replicas) !== $replicas) {
+        throw new RuntimeException("$primary has " . count($primary_replicas) . " replicas, not $replicas");
+    }
     $minority = $replicas > 1 ? [$primary, $primary_replicas[0]] : [$primary];
     $majority = array_values(array_diff($nodes, $minority));
     return [$primary, $minority, $majority];
@@ -139,10 +142,50 @@ function wait_promoted(int $slot, string $primary, array $majority, float $secon
     }, $seconds);
 }
 
-/** After a heal: until every node is up and every replica in sync again (the next phase needs them). */
+/**
+ * After a heal: once every node sees the cluster ok, each primary given its
+ * replicas back, as an operator would; then until every replica is in sync
+ * (the next phase needs them all).
+ */
 function wait_settled(): void {
     global $nodes;
+    wait_for('cluster_healthy', 30);
+    restore_replicas();
     cluster_script('wait-ready', $nodes[0]);
+}
+
+/**
+ * Gives each primary $replicas replicas again. A split leaves the promoted
+ * primary with none for a while, and a replica of another primary migrates
+ * to it (cluster-allow-replica-migration, on by default); once the cut-off
+ * nodes rejoin, it has too many and the other too few, and a later split
+ * could take a primary's only replica with it, leaving the majority none to
+ * promote (seen with 2 replicas). Moves spare replicas with CLUSTER REPLICATE.
+ */
+function restore_replicas(): void {
+    global $replicas;
+    $followers = [];
+    $spare = [];
+    foreach (explode("\n", trim((string)any_node(['CLUSTER', 'NODES']))) as $line) {
+        $fields = explode(' ', $line);
+        $addr = explode('@', $fields[1])[0];
+        if (!str_contains($fields[2], 'master')) {
+            $followers[$fields[3]][] = $addr;
+        } elseif (count($fields) > 8) {
+            $followers[$fields[0]] ??= [];
+        } else {
+            $spare[] = $addr;
+        }
+    }
+    foreach ($followers as $id => $list) {
+        while (count($followers[$id]) > $replicas) $spare[] = array_pop($followers[$id]);
+    }
+    foreach ($followers as $id => $list) {
+        for ($n = count($list); $n < $replicas && $spare; $n++) {
+            $reply = Resp::send(array_shift($spare), ['CLUSTER', 'REPLICATE', $id]);
+            if ($reply instanceof RespError) throw new RuntimeException("CLUSTER REPLICATE: $reply->message");
+        }
+    }
 }
 
 /**
