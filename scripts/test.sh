@@ -5,8 +5,9 @@
 # 7.0 cluster (also as the README's ACL user and on 16 nodes), a Valkey 8.1
 # and a Valkey 9.1 one, with the .phpt suite on PHP debug builds (NTS, ZTS)
 # and on Debian 13 (PHP 8.4, Redis 8.0) beside them, each cluster started and
-# stopped here; then a short chaos run on the three local servers and a smoke
-# run of the benchmark.
+# stopped here; then a short chaos run on the three local servers, a smoke
+# run of the benchmark, the Debian packages installed, and the partition
+# chaos test on Redis 7.0 and Valkey 9.1.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -197,6 +198,23 @@ stage "Debian 12's package, and each release's installed on a fresh root"
 CARGO_TARGET_DIR=$CACHE/deb-target "$ROOT/scripts/deb.sh"
 finish roots || die "making the minimal Debian roots failed: $(cat "${bg_log[roots]}")"
 "$ROOT/scripts/deb-install-tests.sh"
+
+stage "partitions: Redis 7.0 with 1 replica per primary and Valkey 9.1 with 2, at once"
+# The network split between a primary (with the workers on its side) and the
+# rest, one way and both, flapping, a replica cut off, a split mid-migration
+# (chaos/partition.sh, network namespaces): beside the model checker, which
+# keeps one core busy. Fails on an acknowledged write lost or a locked read
+# older than one with write_replicas equal to the replicas per primary, a
+# crash, a hang, a failure without a warning, a lock past its TTL.
+background partition-redis "$ROOT/chaos/partition.sh" redis
+background partition-valkey9 env PARTITION_NETNS=rcsq- PARTITION_NET=10.78 PARTITION_BASE=9300 \
+    "$ROOT/chaos/partition.sh" --replicas=2 valkey9
+for job in partition-redis partition-valkey9; do
+    status=0
+    finish "$job" || status=$?
+    cat "${bg_log[$job]}"
+    [ "$status" -eq 0 ] || die "the partition test ($job) failed"
+done
 
 stage "waiting for the model checker, the property tests and the panic = \"abort\" check"
 status=0
