@@ -28,13 +28,13 @@
 // write_replicas equal to the replicas per primary, a lock outlived its TTL,
 // a session_start() took longer than its budget.
 //   RCS_EXT=... php -n chaos/partition.php FLAVOR BASE_PORT REPLICAS [--only=SCENARIO,...]
-// PARTITION_NETNS (rcsp-) and PARTITION_NET (10.77) as chaos/partition.sh sets them.
+// PARTITION_NETNS and PARTITION_NET as chaos/partition.sh sets them.
 require __DIR__ . '/lib.php';
 
 [, $flavor, $base, $replicas] = $argv;
 $replicas = (int)$replicas;
 $root = dirname(__DIR__);
-$netns = getenv('PARTITION_NETNS') ?: 'rcsp-';
+$netns = getenv('PARTITION_NETNS') ?: 'rcs0-';
 $net = getenv('PARTITION_NET') ?: '10.77';
 $nodes = array_map(fn($i) => "$net.1." . ($i + 1) . ':' . ($base + $i), range(0, 3 * (1 + $replicas) - 1));
 $workers = 8;
@@ -221,7 +221,8 @@ $events['flapping'] = function (int $slot) {
         cut(side($minority, 'minority'), side($majority, 'majority'));
         usleep(1_000_000);
         heal();
-        $promoted ??= owner_seen_by($majority[0], $slot) !== $primary ? microtime(true) - $started : null;
+        $owner = owner_seen_by($majority[0], $slot);
+        $promoted ??= $owner !== null && $owner !== $primary ? microtime(true) - $started : null;
         usleep(1_000_000);
     }
     wait_settled();
@@ -279,6 +280,10 @@ $events = array_merge(array_flip(['minority', 'one-way', 'failover=error', 'repl
 $only = null;
 foreach ($argv as $arg) {
     if (str_starts_with($arg, '--only=')) $only = explode(',', substr($arg, 7));
+}
+if ($only !== null && ($unknown = array_diff($only, array_keys($events)))) {
+    fwrite(STDERR, 'no such scenario: ' . implode(', ', $unknown) . '; there are ' . implode(', ', array_keys($events)) . "\n");
+    exit(2);
 }
 $settings = $replicas > 1 ? [1, 2] : [0, 1];
 // Each side's workers share a /dev/shm of their own, as on a machine of their
@@ -342,6 +347,18 @@ foreach ($rows as $row) {
     // A locked read older than an acknowledged write: that write was lost, or two primaries served the session.
     if (str_ends_with($row['phase'], "write_replicas=$replicas") && $row['stale locked']) {
         $broken[] = "{$row['phase']}: {$row['stale locked']} locked reads missed an acknowledged write";
+    }
+    // A split the majority never answered with a promotion tested nothing of what it was for.
+    $scenario = explode(',', $row['phase'])[0];
+    if (in_array($scenario, ['minority', 'one-way', 'failover=error', 'migration'], true) && str_ends_with($row['event'], 'after never')) {
+        $broken[] = "{$row['phase']}: the majority promoted no replica within 20 s";
+    }
+    // Cut off from all its replicas, the primary must refuse every write_replicas>=1 write, with
+    // a warning, in one budget (2.5 s; 1 s more for a noisy machine).
+    if ($scenario === 'replica' && !str_ends_with($row['phase'], 'write_replicas=0')) {
+        $refusals = array_sum(array_filter($row['warnings'], fn($text) => str_contains($text, '(rediscluster_session.write_replicas)'), ARRAY_FILTER_USE_KEY));
+        if ($refusals === 0) $broken[] = "{$row['phase']}: no write was refused while the primary had no replica";
+        if ($row['longest write s'] > 3.5) $broken[] = "{$row['phase']}: a write took {$row['longest write s']} s (allowed 3.5 s)";
     }
     if ($row['longest start s'] > $start_budget) {
         $broken[] = "{$row['phase']}: a session_start() took {$row['longest start s']} s (allowed $start_budget s)";

@@ -206,15 +206,14 @@ stage "partitions: Redis 7.0 with 1 replica per primary and Valkey 9.1 with 2, a
 # keeps one core busy. Fails on an acknowledged write lost or a locked read
 # older than one with write_replicas equal to the replicas per primary, a
 # crash, a hang, a failure without a warning, a lock past its TTL.
-background partition-redis "$ROOT/chaos/partition.sh" redis
-background partition-valkey9 env PARTITION_NETNS=rcsq- PARTITION_NET=10.78 PARTITION_BASE=9300 \
-    "$ROOT/chaos/partition.sh" --replicas=2 valkey9
+background partition-redis env PARTITION_RUN=1 "$ROOT/chaos/partition.sh" redis
+background partition-valkey9 env PARTITION_RUN=2 "$ROOT/chaos/partition.sh" --replicas=2 valkey9
+failed_jobs=()
 for job in partition-redis partition-valkey9; do
-    status=0
-    finish "$job" || status=$?
+    finish "$job" || failed_jobs+=("$job")
     cat "${bg_log[$job]}"
-    [ "$status" -eq 0 ] || die "the partition test ($job) failed"
 done
+[ ${#failed_jobs[@]} -eq 0 ] || die "the partition test failed: ${failed_jobs[*]}"
 
 stage "waiting for the model checker, the property tests and the panic = \"abort\" check"
 status=0
