@@ -53,10 +53,15 @@ $other = "{$owner($b)[2][0]}:{$owner($b)[2][1]}";
 // Named for the cluster: suites on other clusters run beside this one.
 file_put_contents(sys_get_temp_dir() . "/rcs-055-$base-" . getmypid(), json_encode(compact('primary', 'replica', 'nodes')));
 
-// Both sessions hold n = 1 on their replicas too.
+// Both sessions hold n = 1 on their replicas too. WAIT up to 2 s: a replica
+// that has just synced (this test's killed primary, restarted by --CLEAN--,
+// when run-tests.php runs it again) is online for its primary, which starts
+// streaming to it only at its next ACK, up to a second later (read_timeout=4:
+// the extension caps WAIT at half of it).
 echo rcs_php('foreach (' . var_export([$a, $b], true) . ' as $sid) {
     session_id($sid); session_start(); $_SESSION["n"] = 1; var_dump(session_write_close()); }',
-    rcs_locking(['rediscluster_session.write_replicas' => '1']));
+    rcs_locking(['rediscluster_session.write_replicas' => '1', 'rediscluster_session.write_replicas_timeout' => '2000',
+        'session.save_path' => rcs_save_path('read_timeout=4&prefix=' . urlencode(rcs_prefix()))]));
 
 // distribute and distribute_slaves act as error: a notice, once per worker.
 echo rcs_php('for ($i = 0; $i < 2; $i++) { session_id("' . $a . '"); var_dump(session_start()); session_write_close(); }',
