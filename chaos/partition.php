@@ -6,8 +6,7 @@
 // on the minority's (PREFIXwb). The workers of a group (a write_replicas
 // setting) share one session, whose primary P is the one cut off, and each
 // minority worker's own session is on P too, so the lock is contended across
-// the split. A cut drops packets silently, as
-// a real partition does: a policy rule in the receiving namespace blackholes
+// the split. A cut drops packets silently, as a real partition does: a policy rule in the receiving namespace blackholes
 // what comes from the other side (chaos/partition.sh moves the `local` rule
 // behind it). Scenarios:
 //   minority  P (and with 2 replicas, one of its replicas) and the minority
@@ -23,10 +22,13 @@
 //             promotion, then `redis-cli --cluster fix`, as an operator would
 // each with write_replicas=0 and =1 (1 replica per primary), or =1 and =2 (2),
 // at once, on sessions of their own.
-// Prints a table; exits 1 if a rule broke: a PHP process crashed or hung, a
-// failure came without a warning, an acknowledged write was lost with
-// write_replicas equal to the replicas per primary, a lock outlived its TTL,
-// a session_start() took longer than its budget.
+// After each, the cluster healed, each primary given its replicas back and
+// every replica in sync. Prints a table; exits 1 if a rule broke: a PHP
+// process crashed or hung, a failure came without a warning, an acknowledged
+// write was lost, or a locked read missed one, with write_replicas equal to
+// the replicas per primary, a lock outlived its TTL, a session_start() or a
+// write took longer than its budget, a split saw no promotion, a primary cut
+// off from its replicas refused no write_replicas write.
 //   RCS_EXT=... php -n chaos/partition.php FLAVOR BASE_PORT REPLICAS [--only=SCENARIO,...]
 // PARTITION_NETNS and PARTITION_NET as chaos/partition.sh sets them.
 require __DIR__ . '/lib.php';
