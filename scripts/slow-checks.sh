@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What keeps a core or two busy for minutes, run beside the cluster tests by
+# What keeps one core busy for minutes, run beside the cluster tests by
 # scripts/test.sh: the lock protocol's model checker (every configuration to
 # the end), the property tests again with a million cases each (save_path
 # parser, key and lock-key rules), and the proof that a panic = "abort" build
@@ -17,8 +17,5 @@ if out=$(cargo check --locked --lib --target-dir target/panic-abort-check --conf
 fi
 grep -q 'needs panic = "unwind"' <<<"$out" || die "panic = \"abort\" build failed for another reason: $out"
 log "a panic = \"abort\" build is refused"
-# Two configurations at a time: one after another they took 34 min of one
-# core, the run's longest path; the cluster tests leave the second core idle
-# about a third of the time.
-"$test_bin" lock::model --ignored --nocapture --test-threads=2
+"$test_bin" lock::model --ignored --nocapture --test-threads=1
 PROPTEST_CASES=1000000 "$test_bin" fuzz

@@ -51,7 +51,7 @@ stage "test build"
 # One build of the tests serves every suite below.
 test_bin=$(test_binary)
 # The model checker, the long property tests and the panic = "abort" check
-# keep a core or two busy for minutes: beside the cluster tests.
+# keep one core busy for minutes: beside the cluster tests.
 background checks "$ROOT/scripts/slow-checks.sh" "$test_bin"
 
 # Debian's redis-server also serves a TLS-only cluster for the TLS test (the
@@ -203,7 +203,7 @@ stage "partitions: Redis 7.0 with 1 replica per primary and Valkey 9.1 with 2, a
 # The network split between a primary (with the workers on its side) and the
 # rest, one way and both, flapping, a replica cut off, a split mid-migration
 # (chaos/partition.sh, network namespaces): beside the model checker, which
-# keeps a core or two busy. Fails on an acknowledged write lost or a locked read
+# keeps one core busy. Fails on an acknowledged write lost or a locked read
 # older than one with write_replicas equal to the replicas per primary, a
 # crash, a hang, a failure without a warning, a lock past its TTL.
 background partition-redis env PARTITION_RUN=1 "$ROOT/chaos/partition.sh" redis
