@@ -27,7 +27,12 @@ function any_node(array $args) {
 
 /** [primary, replicas] of the slot, from CLUSTER SLOTS on a live node. */
 function slot_owners(int $slot): array {
-    foreach (any_node(['CLUSTER', 'SLOTS']) ?? [] as $range) {
+    return owners_in(any_node(['CLUSTER', 'SLOTS']), $slot);
+}
+
+/** [primary, replicas] of the slot in a CLUSTER SLOTS reply, or [null, []]. */
+function owners_in(?array $slots_reply, int $slot): array {
+    foreach ($slots_reply ?? [] as $range) {
         if ($slot >= $range[0] && $slot <= $range[1]) {
             $addr = fn($node) => "{$node[0]}:{$node[1]}";
             return [$addr($range[2]), array_map($addr, array_slice($range, 3))];

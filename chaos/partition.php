@@ -98,13 +98,11 @@ register_shutdown_function('heal');
 /** The slot's primary as $node sees it (CLUSTER SLOTS asked to it), or null. */
 function owner_seen_by(string $node, int $slot): ?string {
     try {
-        foreach (Resp::send($node, ['CLUSTER', 'SLOTS']) as $range) {
-            if ($slot >= $range[0] && $slot <= $range[1]) return "{$range[2][0]}:{$range[2][1]}";
-        }
+        return owners_in(Resp::send($node, ['CLUSTER', 'SLOTS']), $slot)[0];
     } catch (Throwable) {
         Resp::forget($node);
+        return null;
     }
-    return null;
 }
 
 function role(string $node): ?string {
