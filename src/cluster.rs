@@ -885,7 +885,7 @@ pub fn is_transient(err: &RedisError) -> bool {
 
 mod fallback;
 mod shared_map;
-pub use fallback::ReadFrom;
+pub use crate::stats::ReadFrom;
 #[cfg(test)]
 mod server_replies;
 

@@ -8,7 +8,6 @@ use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use crate::cluster::ReadFrom;
 use crate::settings::ReleaseCommand;
 
 /// Why a command to the cluster failed, as far as an operator cares.
@@ -104,6 +103,24 @@ impl SlotMapSource {
         match self {
             SlotMapSource::Fetched => "fetched",
             SlotMapSource::Shared => "shared",
+        }
+    }
+}
+
+/// Where a session served read-only (`failover=error`) was read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadFrom {
+    Primary,
+    Replica,
+}
+
+impl ReadFrom {
+    const ALL: [ReadFrom; 2] = [ReadFrom::Primary, ReadFrom::Replica];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadFrom::Primary => "primary",
+            ReadFrom::Replica => "replica",
         }
     }
 }
@@ -338,13 +355,9 @@ pub fn release_fell_back() {
     bump(|c| &c.release_fallbacks);
 }
 
-/// Where failover=error's reads were served, in the counters' order.
-const READ_FROM: [ReadFrom; 2] = [ReadFrom::Primary, ReadFrom::Replica];
-
 /// A session served read-only (failover=error), read from `from`.
 pub fn fallback_read(from: ReadFrom) {
-    let index = usize::from(from == ReadFrom::Replica);
-    bump(|c| &c.fallback_reads[index]);
+    bump_labelled(&ReadFrom::ALL, from, |c| &c.fallback_reads);
 }
 
 /// A cluster set up in this process: its slot map and connections, kept.
@@ -413,7 +426,7 @@ pub fn snapshot() -> Vec<(&'static str, Stat)> {
         (
             "fallback_reads",
             group(
-                &mut READ_FROM.iter().map(|from| from.name()),
+                &mut ReadFrom::ALL.iter().map(|from| from.name()),
                 &c.fallback_reads,
             ),
         ),
@@ -515,7 +528,7 @@ pub fn prometheus_text() -> String {
         "Locks released, by command (lua: any release by a script).",
         &by("cmd", &commands, &c.releases),
     );
-    let sources: Vec<&str> = READ_FROM.iter().map(|from| from.name()).collect();
+    let sources: Vec<&str> = ReadFrom::ALL.iter().map(|from| from.name()).collect();
     family(
         "fallback_reads_total",
         "counter",

@@ -16,22 +16,7 @@ use super::{Cluster, NO_OWNER, RECOVERY_PAUSE, exchange_with, index_in};
 use crate::config::NodeAddr;
 use crate::link::ReplyWindow;
 use crate::resp::packed;
-
-/// Where a fallback read was served.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReadFrom {
-    Primary,
-    Replica,
-}
-
-impl ReadFrom {
-    pub fn name(self) -> &'static str {
-        match self {
-            ReadFrom::Primary => "primary",
-            ReadFrom::Replica => "replica",
-        }
-    }
-}
+use crate::stats::ReadFrom;
 
 impl Cluster {
     /// Sends `read` (one packed read command on `slot`) to the slot's primary

@@ -1,4 +1,5 @@
-//! The nine `ps_module` hooks. Each one converts PHP's arguments, calls the
+//! The nine `ps_module` hooks, and the table that registers them as the
+//! `rediscluster` save handler. Each hook converts PHP's arguments, calls the
 //! safe [`SessionHandler`], and maps the outcome back: any error or panic
 //! becomes one PHP warning plus FAILURE, and nothing unwinds into PHP.
 //!
@@ -19,13 +20,32 @@ use ext_php_rs::ffi::{php_error_docref, zend_long, zend_result, zend_string};
 use ext_php_rs::flags::ErrorType;
 use ext_php_rs::types::ZendStr;
 
-use super::abi::{FAILURE, ModData, SUCCESS, php_session_create_id};
+use super::abi::{FAILURE, ModData, SUCCESS, StaticPsModule, php_session_create_id, ps_module};
 use super::ini::PhpIni;
 use super::metrics;
 use super::secrets;
 use crate::handler::{Message, SessionHandler};
 use crate::stats;
 use crate::store::ClusterStore;
+
+pub(super) const HANDLER_NAME: &CStr = c"rediscluster";
+static SESSION_MODULE: StaticPsModule = StaticPsModule(ps_module {
+    s_name: HANDLER_NAME.as_ptr(),
+    s_open: Some(open),
+    s_close: Some(close),
+    s_read: Some(read),
+    s_write: Some(write),
+    s_destroy: Some(destroy),
+    s_gc: Some(gc),
+    s_create_sid: Some(create_sid),
+    s_validate_sid: Some(validate_sid),
+    s_update_timestamp: Some(update_timestamp),
+});
+
+/// The save handler PHP serves sessions through, for checks that a session is ours.
+pub(super) fn session_module() -> *const ps_module {
+    &SESSION_MODULE.0
+}
 
 type Handler = SessionHandler<ClusterStore>;
 

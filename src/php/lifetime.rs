@@ -7,8 +7,7 @@ use ext_php_rs::builders::FunctionBuilder;
 use ext_php_rs::prelude::*;
 
 use super::abi::rediscluster_session_active_with;
-use super::hooks::{queue, raise_pending};
-use super::module::session_module;
+use super::hooks::{queue, raise_pending, session_module};
 use crate::handler::Message;
 
 #[php_function]

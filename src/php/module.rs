@@ -14,7 +14,7 @@ use ext_php_rs::flags::ErrorType;
 use ext_php_rs::zend::{ModuleEntry, StaticModuleEntry};
 
 use super::abi::{
-    _php_find_ps_module, FAILURE, SUCCESS, StaticPsModule, php_session_register_module, ps_module,
+    _php_find_ps_module, FAILURE, SUCCESS, php_session_register_module, ps_module,
     rediscluster_session_unwrap_regenerate_id, rediscluster_session_wrap_regenerate_id,
     zend_unregister_ini_entries,
 };
@@ -29,27 +29,8 @@ use super::secrets;
 use super::stats;
 use crate::settings::{INI_DEFAULTS, IniSource};
 
-const HANDLER_NAME: &CStr = c"rediscluster";
 /// The name phpredis's own `rediscluster` handler keeps when both are loaded.
 const PHPREDIS_HANDLER_RENAMED: &CStr = c"rediscluster_phpredis";
-
-static SESSION_MODULE: StaticPsModule = StaticPsModule(ps_module {
-    s_name: HANDLER_NAME.as_ptr(),
-    s_open: Some(hooks::open),
-    s_close: Some(hooks::close),
-    s_read: Some(hooks::read),
-    s_write: Some(hooks::write),
-    s_destroy: Some(hooks::destroy),
-    s_gc: Some(hooks::gc),
-    s_create_sid: Some(hooks::create_sid),
-    s_validate_sid: Some(hooks::validate_sid),
-    s_update_timestamp: Some(hooks::update_timestamp),
-});
-
-/// The save handler PHP serves sessions through, for checks that a session is ours.
-pub(super) fn session_module() -> *const ps_module {
-    &SESSION_MODULE.0
-}
 
 struct ModuleDeps([_zend_module_dep; 3]);
 // SAFETY: immutable static C strings; PHP only reads the table.
@@ -128,7 +109,7 @@ unsafe extern "C" fn minit(_type: i32, module_number: i32) -> i32 {
         }
         secrets::mask_in_phpinfo();
         // SAFETY: a 'static module that PHP may keep for the life of the process.
-        unsafe { php_session_register_module(&SESSION_MODULE.0) }
+        unsafe { php_session_register_module(hooks::session_module()) }
     })
 }
 
@@ -174,7 +155,7 @@ unsafe extern "C" fn mshutdown(_type: i32, module_number: i32) -> i32 {
 /// write is skipped (with a warning) if the memory is not writable.
 fn take_over_phpredis_handler() {
     // SAFETY: PHP returns a registered module or NULL.
-    let existing = unsafe { _php_find_ps_module(HANDLER_NAME.as_ptr()) }.cast_mut();
+    let existing = unsafe { _php_find_ps_module(hooks::HANDLER_NAME.as_ptr()) }.cast_mut();
     if existing.is_null() {
         return;
     }
@@ -243,7 +224,7 @@ fn info_table() {
     row("Built for PHP", env!("RCS_BUILT_FOR_PHP"));
     // SAFETY: as in take_over_phpredis_handler.
     let serving =
-        unsafe { _php_find_ps_module(HANDLER_NAME.as_ptr()) } == &raw const SESSION_MODULE.0;
+        unsafe { _php_find_ps_module(hooks::HANDLER_NAME.as_ptr()) } == hooks::session_module();
     row(
         "Save handler",
         if serving { "rediscluster" } else { SHADOWED },
