@@ -5,8 +5,8 @@
 # (debian12, debian13, debian-sid: each release's packages apart, as the
 # Debian roots of scripts/debian-root.sh share this checkout). It lays out a
 # build tree in build/ there (the tracked source, debian/,
-# the crates vendored with `cargo vendor` and a .cargo/config.toml that points
-# cargo at them), builds it offline with dpkg-buildpackage, copies the .debs
+# the crates vendored on the host by scripts/vendor.sh and a .cargo/config.toml
+# that points cargo at them), builds it offline with dpkg-buildpackage, copies the .debs
 # beside it and runs lintian on them (failing on an error).
 #
 # Toolchain (RCS_DEB_TOOLCHAIN): "debian" builds with Debian's cargo and rustc
@@ -132,8 +132,9 @@ if [ -n "${VERSION_ID:-}" ] && [ "${ID:-}" = debian ]; then
 fi
 
 # Every crate the build needs, in the build tree: the build itself is offline.
-log "vendoring crates into $tree/vendor"
-(cd "$tree" && cargo vendor --quiet --locked --versioned-dirs --manifest-path "$src/Cargo.toml" vendor >/dev/null)
+# Vendored on the host (in a Debian root, only found there).
+cp -a "$("$ROOT/scripts/vendor.sh")" "$tree/vendor"
+rm "$tree/vendor/.cargo-lock-sha256"
 mkdir -p "$tree/.cargo"
 cat >"$tree/.cargo/config.toml" <<'EOF'
 [source.crates-io]

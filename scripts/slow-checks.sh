@@ -4,11 +4,17 @@
 # the end), the property tests again with a million cases each (save_path
 # parser, key and lock-key rules), and the proof that a panic = "abort" build
 # is refused (every FFI entry point relies on catching panics).
-#   scripts/slow-checks.sh TEST_BINARY   (from test_binary in scripts/lib.sh)
+#   scripts/slow-checks.sh TEST_BINARY           (from test_binary in scripts/lib.sh)
+#   scripts/slow-checks.sh --quick TEST_BINARY   the model's quick configurations only:
+#                                                every property, every model feature,
+#                                                small bounds (the quick tier's)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
-test_bin=${1:?usage: scripts/slow-checks.sh TEST_BINARY}
+if [ "${1:-}" = --quick ]; then
+    exec "${2:?usage: scripts/slow-checks.sh --quick TEST_BINARY}" lock::model::quick --ignored --nocapture --test-threads=1
+fi
+test_bin=${1:?usage: scripts/slow-checks.sh [--quick] TEST_BINARY}
 
 # The check build first: minutes of compiling are better spent while the
 # cluster tests wait on their timed tests than at the end of the run.
@@ -17,5 +23,6 @@ if out=$(cargo check --locked --lib --target-dir target/panic-abort-check --conf
 fi
 grep -q 'needs panic = "unwind"' <<<"$out" || die "panic = \"abort\" build failed for another reason: $out"
 log "a panic = \"abort\" build is refused"
-"$test_bin" lock::model --ignored --nocapture --test-threads=1
+# (The quick configurations are the model stage's, which --all runs too.)
+"$test_bin" lock::model --skip lock::model::quick --ignored --nocapture --test-threads=1
 PROPTEST_CASES=1000000 "$test_bin" fuzz

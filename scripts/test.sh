@@ -1,224 +1,302 @@
 #!/usr/bin/env bash
-# Installs what is needed, builds, and runs every test: Rust unit tests, the
-# lock protocol's model checker and the long property tests (beside the rest),
-# the phpize build, then the cluster tests (Rust and .phpt) on a local Redis
-# 7.0 cluster (also as the README's ACL user and on 16 nodes), a Valkey 8.1
-# and a Valkey 9.1 one, with the .phpt suite on PHP debug builds (NTS, ZTS)
-# and on Debian 13 (PHP 8.4, Redis 8.0) beside them, each cluster started and
-# stopped here; then a short chaos run on the three local servers, a smoke
-# run of the benchmark, the Debian packages installed, and the partition
-# chaos test on Redis 7.0 and Valkey 9.1.
+# The test command, in two tiers (docs/testing.md says what each stage runs
+# and costs). Both install what they need, build, start every cluster they
+# test against and stop it again.
+#   scripts/test.sh                  a contributor's tier: the unit and property
+#                                    tests, the lock model's quick configurations,
+#                                    the Rust cluster tests and the whole .phpt
+#                                    suite on Redis 7.0 and Valkey 9.1, the
+#                                    benchmark's smoke run
+#   scripts/test.sh --all            every stage (what CI runs)
+#   scripts/test.sh --only=S[,S...]  those stages alone, whatever their tier
+#   scripts/test.sh --list           the stages and their tiers
+# A failed stage does not stop the others; the run ends with one line for all
+# of them, "total: N passed, N failed", counting each test where a stage's
+# runner counts them (cargo test, run-tests.php) and the stage itself where not.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
+# Each stage: its tier, and what it runs.
+declare -A tier_of about
+stage_def() { tier_of[$1]=$2 about[$1]=$3; }
+stage_def unit quick "Rust unit and property tests"
+stage_def links quick "every link in README.md and docs/ resolves"
+stage_def model quick "the lock model's quick configurations (beside the others)"
+stage_def redis quick "Redis 7.0: Rust cluster tests, the .phpt suite (TLS, php-fpm) with the MONITOR keys check, the ACL user's tests"
+stage_def valkey9 quick "Valkey 9.1: as redis"
+stage_def bench quick "the benchmark's smoke run"
+stage_def slow all "every model configuration, a million property-test cases each, the panic = \"abort\" check (beside the others)"
+stage_def phpize all "the phpize build with make install, the PIE archive"
+stage_def debug all "the .phpt suite on PHP 8.2 debug builds, NTS and ZTS (beside the others)"
+stage_def valkey all "Valkey 8.1: as redis"
+stage_def nodes16 all "every primary frozen on a 16-node Redis cluster"
+stage_def debian13 all "Debian 13 (PHP 8.4, Redis 8.0): its package built, the Rust cluster tests and the .phpt suite on it (beside the others)"
+stage_def php85 all "sid + experimental (PHP 8.5): as debian13 (beside the others)"
+stage_def chaos all "the short chaos run on Redis 7.0, Valkey 8.1 and 9.1"
+stage_def packages all "Debian 12's package, each release's installed on a fresh minimal root"
+stage_def partitions all "network partitions, Redis 7.0 and Valkey 9.1"
+order=(unit links model slow phpize debug redis debian13 php85 valkey valkey9 nodes16 chaos bench packages partitions)
+
+usage() { die "usage: scripts/test.sh [--all | --only=STAGE[,STAGE...] | --list]"; }
+tier=quick
+declare -A only=()
+for arg in "$@"; do
+    case $arg in
+        --all) tier=all ;;
+        --only=*)
+            tier=only
+            IFS=, read -r -a names <<<"${arg#--only=}"
+            for name in "${names[@]}"; do
+                [ -n "${tier_of[$name]:-}" ] || die "no stage '$name' (scripts/test.sh --list)"
+                only[$name]=1
+            done ;;
+        --list)
+            for name in "${order[@]}"; do printf '%-11s %-6s %s\n' "$name" "${tier_of[$name]}" "${about[$name]}"; done
+            exit 0 ;;
+        *) usage ;;
+    esac
+done
+# wanted STAGE: whether this run runs it.
+wanted() {
+    case $tier in
+        quick) [ "${tier_of[$1]}" = quick ] ;;
+        all) return 0 ;;
+        only) [ -n "${only[$1]:-}" ] ;;
+    esac
+}
+
 # Each stage's start, with the time the run has taken so far.
 stage() { log "$* (at $((SECONDS / 60)) min $((SECONDS % 60)) s)"; }
 
-"$ROOT/scripts/install-deps.sh"
-"$ROOT/scripts/build.sh"
-# Jobs that run beside the others: `background NAME COMMAND...` starts one in
-# a session of its own (so that it can be ended whole), `finish NAME` waits
-# for it and returns its status, its output in ${bg_log[NAME]}.
+passed=0 failed=0 failed_stages=() logs=()
+# count STAGE STATUS LOG: adds the tests that LOG's runners counted
+# (run-tests.php's "Tests passed/failed:", cargo test's "test result:"), or
+# the stage itself where they counted none; a failed stage counts one failure
+# at least.
+count() {
+    local stage=$1 status=$2 log=$3 p f
+    read -r p f < <(awk '
+        /Tests passed *:/ { sub(/.*Tests passed *: */, ""); p += $1 }
+        /Tests failed *:/ { sub(/.*Tests failed *: */, ""); f += $1 }
+        /^test result: / { p += $4; f += $6 }
+        END { print p + 0, f + 0 }' "$log")
+    if [ "$status" -ne 0 ]; then
+        [ "$f" -gt 0 ] || f=1
+        failed_stages+=("$stage")
+        log "stage $stage FAILED (the ${tier_of[$stage]} tier's; alone: scripts/test.sh --only=$stage)"
+    elif [ $((p + f)) -eq 0 ]; then
+        p=1
+    fi
+    passed=$((passed + p)) failed=$((failed + f))
+}
+# Prints a stage's output but run-tests.php's progress lines.
+show() { sed -u -E '/^(\[[^]]*\] )?TEST [0-9]+\/[0-9]+/d'; }
+# run_stage STAGE COMMAND...: runs a wanted stage in the foreground (its own
+# errexit intact: a subshell in the background, not a condition) and counts it.
+run_stage() {
+    local name=$1 log status=0
+    shift
+    wanted "$name" || return 0
+    stage "$name: ${about[$name]}"
+    log=$(mktemp)
+    logs+=("$log")
+    ("$@" 2>&1 | tee "$log" | show) &
+    wait $! || status=$?
+    count "$name" "$status" "$log"
+}
+# Stages beside the others: `background STAGE COMMAND...` starts one in a
+# session of its own (so that it can be ended whole), `finish STAGE` waits for
+# it, shows its output and counts it.
 declare -A bg_pid bg_log
 background() {
     local name=$1
     shift
+    wanted "$name" || return 0
+    stage "$name (started): ${about[$name]}"
     bg_log[$name]=$(mktemp)
+    logs+=("${bg_log[$name]}")
     setsid "$@" >"${bg_log[$name]}" 2>&1 &
     bg_pid[$name]=$!
 }
 finish() {
-    local status=0
-    wait "${bg_pid[$1]}" || status=$?
-    unset "bg_pid[$1]"
-    return "$status"
+    local name=$1 status=0
+    [ -n "${bg_pid[$name]:-}" ] || return 0
+    stage "waiting for $name"
+    wait "${bg_pid[$name]}" || status=$?
+    unset "bg_pid[$name]"
+    show <"${bg_log[$name]}"
+    count "$name" "$status" "${bg_log[$name]}"
 }
-stop_background() {
-    local pid
-    for pid in "${bg_pid[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
-}
-trap stop_background EXIT
 
+# What the run started, stopped however it ends; then the summary, last.
+TLS_BASE=7600
+tls_dir="$ROOT/.cluster/tls-certs"
+roots_pid=
+stop_all() {
+    local status=$? pid base
+    for pid in "${bg_pid[@]}" $roots_pid; do kill -- "-$pid" 2>/dev/null || true; done
+    # Debian 13's and sid's clusters too: their pid files are in this
+    # checkout, which their roots mount.
+    for base in 7100 7400 7600 7700 7800 7850 8000 8050 8100; do "$ROOT/scripts/cluster.sh" stop redis "$base"; done
+    "$ROOT/scripts/cluster.sh" stop valkey
+    "$ROOT/scripts/cluster.sh" stop valkey9
+    if [ ${#logs[@]} -gt 0 ]; then
+        local retried
+        retried=$(cat "${logs[@]}" | grep 'passed on retry attempt' || true)
+        [ -z "$retried" ] || printf 'Passed only when run-tests.php ran them again:\n%s\n' "$retried"
+        rm -f "${logs[@]}"
+    fi
+    [ ${#failed_stages[@]} -eq 0 ] || printf 'Failed stages: %s (each alone: scripts/test.sh --only=STAGE)\n' "${failed_stages[*]}"
+    [ "$status" -eq 0 ] || [ ${#failed_stages[@]} -gt 0 ] || { failed=$((failed + 1)); echo "The run stopped early (exit $status)."; }
+    echo "total: $passed passed, $failed failed"
+    [ "$failed" -eq 0 ] || exit 1
+}
+trap stop_all EXIT
+
+"$ROOT/scripts/install-deps.sh"
+"$ROOT/scripts/build.sh"
+# Debian's roots build their packages from crates vendored here, with this
+# machine's cargo and trust store: the roots do not trust an inspecting proxy.
+if wanted debian13 || wanted php85 || wanted packages; then "$ROOT/scripts/vendor.sh" >/dev/null; fi
 # The minimal roots the packages are installed on (made once per machine,
 # mostly download and unpacking), beside everything else until they are needed.
 # debootstrap now, before the jobs: two apt-gets at once (this job's and the
 # debug job's) would fail on apt's lock on a fresh machine.
-install_packages debootstrap
-background roots bash -c 'for root in minimal12 minimal13 minimal85; do "$0/scripts/debian-root.sh" "$root" root || exit; done' "$ROOT"
+if wanted packages; then
+    install_packages debootstrap
+    roots_log=$(mktemp)
+    logs+=("$roots_log")
+    setsid bash -c 'for root in minimal12 minimal13 minimal85; do "$0/scripts/debian-root.sh" "$root" root || exit; done' "$ROOT" >"$roots_log" 2>&1 &
+    roots_pid=$!
+fi
 
 stage "test build"
 # One build of the tests serves every suite below.
 test_bin=$(test_binary)
-# The model checker, the long property tests and the panic = "abort" check
-# keep one core busy for minutes: beside the cluster tests.
-background checks "$ROOT/scripts/slow-checks.sh" "$test_bin"
+background model "$ROOT/scripts/slow-checks.sh" --quick "$test_bin"
+background slow "$ROOT/scripts/slow-checks.sh" "$test_bin"
 
 # Debian's redis-server also serves a TLS-only cluster for the TLS test (the
 # Valkey wheel is built without TLS); its certificates are made here.
-TLS_BASE=7600
-tls_dir="$ROOT/.cluster/tls-certs"
-# Stops what the run started, Debian 13's clusters included: their pid files
-# are in this checkout, which its root mounts.
-stop_all() {
-    stop_background
-    local base
-    for base in 7100 7400 7600 7700 7800 7850 8000 8050 8100; do "$ROOT/scripts/cluster.sh" stop redis "$base"; done
-    "$ROOT/scripts/cluster.sh" stop valkey
-    "$ROOT/scripts/cluster.sh" stop valkey9
-}
-trap stop_all EXIT
-"$ROOT/scripts/tls-certs.sh" "$tls_dir"
-CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" start redis "$TLS_BASE"
-export RCS_TLS_DIR=$tls_dir
+if wanted redis || wanted debug; then
+    "$ROOT/scripts/tls-certs.sh" "$tls_dir"
+    CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" start redis "$TLS_BASE"
+fi
 # The whole suite on PHP debug builds, NTS and ZTS (built once per machine, in
 # a cache outside the checkout), on a Redis cluster of its own (7700), beside
 # the other suites: mostly waiting on timed tests.
-background debug env RCS_TLS_SEEDS="$(cluster_seeds "$TLS_BASE")" "$ROOT/scripts/debug-php-tests.sh" 7700
-stage "unit tests"
-"$test_bin"
-"$ROOT/scripts/phpize-build.sh"
-"$ROOT/scripts/pie-binaries.sh"
+background debug env RCS_TLS_DIR="$tls_dir" RCS_TLS_SEEDS="$(cluster_seeds "$TLS_BASE")" "$ROOT/scripts/debug-php-tests.sh" 7700
+run_stage unit "$test_bin"
+run_stage links "$ROOT/scripts/check-links.sh"
+run_stage phpize bash -c '"$0/scripts/phpize-build.sh" && "$0/scripts/pie-binaries.sh"' "$ROOT"
 
-passed=0 failed=0 retried=()
-# Adds the counts of the run-tests.php summaries in $1 to the totals (a
-# summary line may start with a label), and keeps the tests that passed only
-# when run-tests.php ran them again (it retries a failed test that reads the
-# clock or prints "timed out" or "connection refused"): named at the end.
-tally() {
-    passed=$((passed + $(printf '%s\n' "$1" | awk '/Tests passed *:/ { sub(/.*Tests passed *: */, ""); n += $1 } END { print n + 0 }')))
-    failed=$((failed + $(printf '%s\n' "$1" | awk '/Tests failed *:/ { sub(/.*Tests failed *: */, ""); n += $1 } END { print n + 0 }')))
-    mapfile -t -O "${#retried[@]}" retried < <(printf '%s\n' "$1" | grep 'passed on retry attempt' || true)
-}
-# The totals, and the tests that needed a retry.
-phpt_summary() {
-    echo "php-tests: $passed passed, ${#retried[@]} passed only when run again, $failed failed"
-    [ ${#retried[@]} -eq 0 ] || printf '  %s\n' "${retried[@]}"
-}
-# show_phpt LABEL OUTPUT: prints the output of .phpt runs but their progress
-# lines, with LABEL before each line, and counts their summaries.
-show_phpt() {
-    printf '%s\n' "$2" | grep -vE '^(\[[^]]*\] )?TEST [0-9]+/[0-9]+' | sed "s|^|$1|" || true
-    tally "$2"
-}
-# run_phpt LABEL [VAR=VALUE...] COMMAND...: runs .phpt tests and shows them;
-# fails if a test failed.
-run_phpt() {
-    local label=$1 out status=0
-    shift
-    out=$(env "$@" 2>&1) || status=$?
-    show_phpt "$label" "$out"
-    return "$status"
-}
-for flavor in redis valkey valkey9; do
-    stage "$flavor cluster"
-    if [ "$flavor" = valkey ]; then
-        # Debian 13's part (its root cached outside the checkout: PHP 8.4 with
-        # php-fpm and phpredis 6.2, a Redis 8.0 cluster) runs beside the
-        # Valkey ones, on ports of its own (7800, 7850).
-        background debian13 "$ROOT/scripts/debian-root.sh" debian13 run scripts/debian-tests.sh --test-binary="$test_bin"
-        # PHP 8.5 (sid + experimental, phpredis not built for it yet) likewise,
-        # on 8000 and 8050.
-        background php85 "$ROOT/scripts/debian-root.sh" php85 run scripts/debian-tests.sh --test-binary="$test_bin" 8000
-    fi
+# flavor_tests FLAVOR: the Rust cluster tests and the whole .phpt suite on a
+# cluster of FLAVOR started here, while MONITOR checks that every key a lock
+# script touches is among its KEYS, then the ACL user's tests.
+flavor_tests() {
+    local flavor=$1 base status=0 port monitor_dir monitor_pid primaries=() monitored=() test acl acl_pass
     # The TLS test runs once, with the Redis flavor.
     if [ "$flavor" = redis ]; then
-        export RCS_TLS_SEEDS=$(cluster_seeds "$TLS_BASE")
+        export RCS_TLS_DIR=$tls_dir RCS_TLS_SEEDS=$(cluster_seeds "$TLS_BASE")
     else
-        unset RCS_TLS_SEEDS
+        unset RCS_TLS_DIR RCS_TLS_SEEDS
     fi
     "$ROOT/scripts/cluster.sh" start "$flavor"
     base=$(default_base_port "$flavor")
-    # Every key a lock script touches must be among its KEYS: MONITOR the
-    # primaries while the cluster tests run, then check what the scripts did.
     monitor_dir="$ROOT/.cluster/keys-monitor-$flavor"
     rm -rf "$monitor_dir"
-    primaries=()
     for port in $(seq "$base" $((base + 5))); do
         [ "$(cluster_cli "$flavor" -p "$port" role | head -1)" = master ] && primaries+=("127.0.0.1:$port")
     done
     php "$ROOT/scripts/keys-monitor.php" watch "$monitor_dir" 1800 "${primaries[@]}" &
     monitor_pid=$!
-    # One at a time: one of them fails the cluster over and back.
-    # Some start nodes of their own, of the same server.
+    # One at a time: one of them fails the cluster over and back. Some start
+    # nodes of their own, of the same server.
     server_binaries "$flavor"
-    RCS_SEEDS=$(cluster_seeds "$base") RCS_SERVER_BIN=$SERVER_BIN "$test_bin" --ignored --skip lock::model --test-threads=1
-    status=0
+    RCS_SEEDS=$(cluster_seeds "$base") RCS_SERVER_BIN=$SERVER_BIN "$test_bin" --ignored --skip lock::model --test-threads=1 ||
+        status=1
     # MONITOR formats every argument: a multi-MB session would block the
     # primary for seconds. Those tests run once it has stopped.
-    multi_mb=("$ROOT"/php-tests/{032,039,043}-*.phpt)
-    monitored=()
+    local multi_mb=("$ROOT"/php-tests/{032,039,043}-*.phpt)
     for test in "$ROOT"/php-tests/*.phpt; do
         [[ " ${multi_mb[*]} " == *" $test "* ]] || monitored+=("$test")
     done
-    run_phpt "" "$ROOT/scripts/php-tests.sh" "$flavor" "${monitored[@]}" || status=1
-    kill "$monitor_pid"; wait "$monitor_pid" 2>/dev/null || true
+    "$ROOT/scripts/php-tests.sh" "$flavor" "${monitored[@]}" || status=1
+    kill "$monitor_pid"
+    wait "$monitor_pid" 2>/dev/null || true
     php "$ROOT/scripts/keys-monitor.php" check "$monitor_dir" || status=1
-    run_phpt "" "$ROOT/scripts/php-tests.sh" "$flavor" "${multi_mb[@]}" || status=1
     rm -rf "$monitor_dir"
-    if [ "$status" -eq 0 ]; then
-        acl_pass=$(acl_user "$flavor" "$base")
-        mapfile -t acl <<<"$(acl_tests)"
-        run_phpt "[ACL user] " RCS_ACL_USER=rcs_sessions RCS_ACL_PASS="$acl_pass" "$ROOT/scripts/php-tests.sh" "$flavor" \
-            "${acl[@]}" || status=1
-    fi
-    if [ "$status" -eq 0 ] && [ "$flavor" = redis ]; then
-        # All primaries frozen again, on a 16-node cluster: 8 connections, one budget.
-        CLUSTER_NODES=16 "$ROOT/scripts/cluster.sh" start redis 7400
-        run_phpt "[16 nodes] " "$ROOT/scripts/php-tests.sh" redis 7400 "$ROOT"/php-tests/053-*.phpt || status=1
-        CLUSTER_NODES=16 "$ROOT/scripts/cluster.sh" stop redis 7400
-    fi
+    "$ROOT/scripts/php-tests.sh" "$flavor" "${multi_mb[@]}" || status=1
+    acl_pass=$(acl_user "$flavor" "$base")
+    mapfile -t acl <<<"$(acl_tests)"
+    RCS_ACL_USER=rcs_sessions RCS_ACL_PASS="$acl_pass" "$ROOT/scripts/php-tests.sh" "$flavor" "${acl[@]}" 2>&1 |
+        sed -u 's/^/[ACL user] /' || status=1
     "$ROOT/scripts/cluster.sh" stop "$flavor"
-    [ "$status" -eq 0 ] || { phpt_summary; exit 1; }
-done
-declare -A job_label=([debug]="" [debian13]="[Debian 13] " [php85]="[PHP 8.5] ")
-for job in debug debian13 php85; do
-    stage "waiting for the $job job"
-    status=0
-    finish "$job" || status=$?
-    show_phpt "${job_label[$job]}" "$(cat "${bg_log[$job]}")"
-    [ "$status" -eq 0 ] || { phpt_summary; exit 1; }
-done
-phpt_summary
-[ "$failed" -eq 0 ]
+    return "$status"
+}
+run_stage redis flavor_tests redis
+# Debian 13's part (its root cached outside the checkout: PHP 8.4 with php-fpm
+# and phpredis 6.2, a Redis 8.0 cluster on 7800 and 7850) and sid's (PHP 8.5,
+# on 8000 and 8050) run beside the Valkey ones.
+background debian13 "$ROOT/scripts/debian-root.sh" debian13 run scripts/debian-tests.sh --test-binary="$test_bin"
+background php85 "$ROOT/scripts/debian-root.sh" php85 run scripts/debian-tests.sh --test-binary="$test_bin" 8000
+run_stage valkey flavor_tests valkey
+run_stage valkey9 flavor_tests valkey9
+# All primaries frozen again, on a 16-node cluster: 8 connections, one budget.
+nodes16() {
+    CLUSTER_NODES=16 "$ROOT/scripts/cluster.sh" start redis 7400
+    local status=0
+    RCS_TLS_DIR=$tls_dir RCS_TLS_SEEDS=$(cluster_seeds "$TLS_BASE") "$ROOT/scripts/php-tests.sh" redis 7400 "$ROOT"/php-tests/053-*.phpt || status=1
+    CLUSTER_NODES=16 "$ROOT/scripts/cluster.sh" stop redis 7400
+    return "$status"
+}
+run_stage nodes16 nodes16
+finish debug
+finish debian13
+finish php85
 CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" stop redis "$TLS_BASE"
 
-stage "chaos"
 # The failover chaos test, short: fails on a crash, a hang, a silent failure,
 # an acknowledged update lost in a graceful failover or a lock past its TTL.
-CHAOS_SKIP_SETUP=1 "$ROOT/chaos/run.sh" --short redis valkey valkey9
-
-stage "benchmark smoke run"
+run_stage chaos env CHAOS_SKIP_SETUP=1 "$ROOT/chaos/run.sh" --short redis valkey valkey9
 # The benchmark at tiny sizes, so it keeps working; it asserts nothing about speed.
-BENCH_SKIP_SETUP=1 "$ROOT/bench/run.sh" --smoke
+run_stage bench env BENCH_SKIP_SETUP=1 "$ROOT/bench/run.sh" --smoke
 
-stage "Debian 12's package, and each release's installed on a fresh root"
-# Built with cargo's cache kept between runs (only this crate is built again);
-# Debian 13's and sid's were built by their jobs above.
-CARGO_TARGET_DIR=$CACHE/deb-target "$ROOT/scripts/deb.sh"
-finish roots || die "making the minimal Debian roots failed: $(cat "${bg_log[roots]}")"
-"$ROOT/scripts/deb-install-tests.sh"
+# Debian 12's package, built with cargo's cache kept between runs (only this
+# crate is built again); Debian 13's and sid's were built by their stages.
+# Then each release's installed on a fresh root of its own.
+roots_status=0
+if [ -n "$roots_pid" ]; then
+    wait "$roots_pid" || roots_status=$?
+    roots_pid=
+fi
+packages() {
+    CARGO_TARGET_DIR=$CACHE/deb-target "$ROOT/scripts/deb.sh"
+    [ "$roots_status" -eq 0 ] || die "making the minimal Debian roots failed: $(cat "$roots_log")"
+    "$ROOT/scripts/deb-install-tests.sh"
+}
+run_stage packages packages
 
-stage "partitions: Redis 7.0 with 1 replica per primary and Valkey 9.1 with 2, at once"
 # The network split between a primary (with the workers on its side) and the
 # rest, one way and both, flapping, a replica cut off, a split mid-migration
-# (chaos/partition.sh, network namespaces): beside the model checker, which
-# keeps one core busy. Fails on an acknowledged write lost or a locked read
-# older than one with write_replicas equal to the replicas per primary, a
-# crash, a hang, a failure without a warning, a lock past its TTL.
-background partition-redis env PARTITION_RUN=1 "$ROOT/chaos/partition.sh" redis
-background partition-valkey9 env PARTITION_RUN=2 "$ROOT/chaos/partition.sh" --replicas=2 valkey9
-failed_jobs=()
-for job in partition-redis partition-valkey9; do
-    finish "$job" || failed_jobs+=("$job")
-    cat "${bg_log[$job]}"
-done
-[ ${#failed_jobs[@]} -eq 0 ] || die "the partition test failed: ${failed_jobs[*]}"
+# (chaos/partition.sh, network namespaces), Redis 7.0 with 1 replica per
+# primary and Valkey 9.1 with 2, at once. Fails on an acknowledged write lost
+# or a locked read older than one with write_replicas equal to the replicas
+# per primary, a crash, a hang, a failure without a warning, a lock past its TTL.
+partitions() {
+    local status=0 redis_log valkey_log redis_pid
+    redis_log=$(mktemp) valkey_log=$(mktemp)
+    PARTITION_RUN=1 "$ROOT/chaos/partition.sh" redis >"$redis_log" 2>&1 &
+    redis_pid=$!
+    PARTITION_RUN=2 "$ROOT/chaos/partition.sh" --replicas=2 valkey9 >"$valkey_log" 2>&1 || status=1
+    wait "$redis_pid" || status=1
+    cat "$redis_log" "$valkey_log"
+    rm -f "$redis_log" "$valkey_log"
+    return "$status"
+}
+run_stage partitions partitions
 
-stage "waiting for the model checker, the property tests and the panic = \"abort\" check"
-status=0
-finish checks || status=$?
-cat "${bg_log[checks]}"
-rm -f "${bg_log[@]}"
-[ "$status" -eq 0 ] || die "the model checker, the property tests or the panic = \"abort\" check failed"
+finish model
+finish slow
 stage "done"
