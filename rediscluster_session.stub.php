@@ -77,8 +77,8 @@ function rediscluster_session_read_only(): bool {}
  * write or touch; otherwise the session ends $seconds from now, whatever
  * comes in between. 0 goes back to session.gc_maxlifetime. At most 400 days
  * (34560000 seconds). session_regenerate_id() carries it to the new id;
- * session_destroy() ends it. It does not change the session cookie: see the
- * README for setcookie(). False, with a warning and nothing changed, without
+ * session_destroy() ends it. It does not change the session cookie: see
+ * docs/configuration.md for setcookie(). False, with a warning and nothing changed, without
  * an active session of this handler or for a negative or too long lifetime.
  */
 function rediscluster_session_set_lifetime(int $seconds, bool $sliding = true): bool {}

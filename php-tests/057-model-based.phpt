@@ -1,5 +1,5 @@
 --TEST--
-Model-based: seeded random sequences of session calls (start, read_and_close, $_SESSION changes, write_close, abort, reset, destroy, regenerate_id, set_lifetime, a new id in the same request, the request's end by exit, exception or fatal error) over several ids and 2–4 concurrent processes, locked and unlocked, failover and strict mode varied; each step and the store (data, TTL, lifetime) checked against an oracle of PHP's session semantics and README's rules, concurrent increments against one chain; plain sequences agree with PHP's files handler. A failure prints its seed and a shrunk sequence as a runnable PHP script
+Model-based: seeded random sequences of session calls (start, read_and_close, $_SESSION changes, write_close, abort, reset, destroy, regenerate_id, set_lifetime, a new id in the same request, the request's end by exit, exception or fatal error) over several ids and 2–4 concurrent processes, locked and unlocked, failover and strict mode varied; each step and the store (data, TTL, lifetime) checked against an oracle of PHP's session semantics and the rules of docs/, concurrent increments against one chain; plain sequences agree with PHP's files handler. A failure prints its seed and a shrunk sequence as a runnable PHP script
 --FILE--
 <?php
 // RCS_MODEL_SEQUENCES (default 300) sequences, or as many as start within

@@ -28,7 +28,7 @@ $new = fn(string $name) => $name . bin2hex(random_bytes(6));
 
 foreach (['1' => 'locked', '0' => 'unlocked'] as $locking => $mode) {
     echo "== $mode\n";
-    echo "the README's login page: the request just ends\n";
+    echo "docs/configuration.md's login page: the request just ends\n";
     $ends = [
         'normal end' => '',
         'exit()' => 'exit(0);',
@@ -97,7 +97,7 @@ rcs_cmd('DEL', rcs_lock_key($a));
 ?>
 --EXPECT--
 == locked
-the README's login page: the request just ends
+docs/configuration.md's login page: the request just ends
   normal end: data >1 day, lifetime 'S2592000'
   exit(): data >1 day, lifetime 'S2592000'
   an uncaught exception: data >1 day, lifetime 'S2592000'
@@ -116,7 +116,7 @@ early_refresh read_and_close of a session with a lifetime
   after it: data >1 day, lifetime 'S2592000'
   a fixed end 100 s away: kept
 == unlocked
-the README's login page: the request just ends
+docs/configuration.md's login page: the request just ends
   normal end: data >1 day, lifetime 'S2592000'
   exit(): data >1 day, lifetime 'S2592000'
   an uncaught exception: data >1 day, lifetime 'S2592000'

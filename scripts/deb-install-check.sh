@@ -37,6 +37,17 @@ case ${1:-} in
         php-fpm"$ver" -m | grep -x rediscluster_session >/dev/null || fail "php-fpm$ver -m does not list it"
         starts_clean
         echo "loaded by: php (cli) and php-fpm$ver, enabled in $(ls /etc/php/"$ver"/*/conf.d/*rediscluster_session.ini | wc -l) SAPIs"
+        # The README and every document it links to, in the module package's
+        # doc directory (dh_compress may have gzipped them).
+        doc=/usr/share/doc/php$ver-rediscluster-session
+        readme=$(ls "$doc"/README.md* 2>/dev/null | head -1 || true)
+        [ -n "$readme" ] || fail "no README in $doc"
+        linked=$(zcat -f "$readme" | grep -o '](docs/[^)#]*' | cut -c3- | sort -u || true)
+        [ -n "$linked" ] || fail "$readme links to nothing in docs/"
+        for f in $linked; do
+            [ -f "$doc/$f" ] || [ -f "$doc/$f.gz" ] || fail "the README links to $f, not in $doc"
+        done
+        echo "documentation: $doc has the README and the $(wc -w <<<"$linked") documents it links to"
         # Two PHP processes at once, 10 requests each, on one session: each
         # request takes the lock (the module's own count) and none loses the
         # other's update; no lock is left.

@@ -123,9 +123,10 @@ cluster_seeds() {
     echo "$seeds"
 }
 
-# Makes the least-privileged user README recommends (rcs_sessions, for the
-# tests' keys) on every node of the FLAVOR cluster on BASE, once a node a test
-# restarted is back, and checks each node takes its password; prints it.
+# Makes the least-privileged user that docs/clusters.md recommends
+# (rcs_sessions, for the tests' keys) on every node of the FLAVOR cluster on
+# BASE, once a node a test restarted is back, and checks each node takes its
+# password; prints it.
 acl_user() {
     local flavor=$1 base=$2 pass port
     "$ROOT/scripts/cluster.sh" wait-ready "$flavor" "$base"
@@ -140,8 +141,8 @@ acl_user() {
 }
 
 # The tests that run again as that user: round trips, locking, every release
-# command, failover=error's replica reads. A command the README's recipe
-# forgets fails them.
+# command, failover=error's replica reads. A command the recipe of
+# docs/clusters.md forgets fails them.
 acl_tests() {
     printf '%s\n' "$ROOT"/php-tests/{002,006,007,020,024,025,027,029,030,042,054,055,065}-*.phpt
 }

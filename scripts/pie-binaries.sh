@@ -7,7 +7,9 @@
 #   scripts/pie-binaries.sh
 # Names as PIE 1.3+ looks for them on Linux (src/Platform/PrePackagedBinaryAssetName.php):
 #   php_{extension}-{version}_php{major.minor}-{arch}-linux-{glibc|musl}[-zts].tgz
-# with the module, {extension}.so, at the archive's root. Release builds of
+# with the module, {extension}.so, at the archive's root, and beside it the
+# README and the documents it links to (docs/), as in the repository, so that
+# its links resolve in the unpacked archive. Release builds of
 # PHP here are NTS only, so no -zts archive is made. Checked against PIE's
 # source and documentation only: PIE cannot be installed here.
 set -euo pipefail
@@ -27,9 +29,10 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 cp "$EXT_SO" "$stage/rediscluster_session.so"
 cp "$ROOT/README.md" "$stage/README.md"
+cp -R "$ROOT/docs" "$stage/docs"
 # Reproducible: fixed owner, order and times.
 tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -C "$stage" -czf "$out/$name" \
-    rediscluster_session.so README.md
+    rediscluster_session.so README.md docs
 (cd "$out" && sha256sum "$name" >"$name.sha256" && cat ./*.tgz.sha256 >SHA256SUMS)
 
 # As PIE would: unpack, take the module from the root, load it in this PHP.
@@ -40,4 +43,8 @@ loaded=$("$PHP" -n -d "extension=$check/rediscluster_session.so" -r \
     'echo extension_loaded("rediscluster_session") ? PHP_MAJOR_VERSION . "." . PHP_MINOR_VERSION : "no";') ||
     die "$name: the module does not load in PHP $php_version"
 [ "$loaded" = "$php_version" ] || die "$name: the module does not load in PHP $php_version"
+# Every document the README links to is in the archive.
+for doc in $(grep -o '](docs/[^)#]*' "$check/README.md" | cut -c3- | sort -u); do
+    [ -f "$check/$doc" ] || die "$name: the README links to $doc, which the archive lacks"
+done
 log "PIE archive: $out/$name loads in PHP $php_version"

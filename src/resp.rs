@@ -71,7 +71,7 @@ impl Decimal {
 
 /// The longest bulk string a reply may announce: the servers' default
 /// `proto-max-bulk-len` (512 MiB). The client cannot read the setting, since
-/// `CONFIG` is outside the README's least-privilege ACL.
+/// `CONFIG` is outside the least-privilege ACL of docs/clusters.md.
 pub const MAX_BULK_LEN: u64 = 512 * 1024 * 1024;
 
 /// Finds where a reply ends as its bytes arrive, resuming where the last call

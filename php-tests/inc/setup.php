@@ -23,7 +23,7 @@ function rcs_seeds(): array {
 
 function rcs_save_path(string $extra = ''): string {
     $parts = array_map(fn($s) => "seed[]={$s[0]}:{$s[1]}", array_slice(rcs_seeds(), 0, 3));
-    // scripts/test.sh runs the lock tests again as the least-privileged ACL user README recommends.
+    // scripts/test.sh runs the lock tests again as the least-privileged ACL user docs/clusters.md recommends.
     if ((string)getenv('RCS_ACL_USER') !== '') {
         array_push($parts, 'auth[]=' . urlencode(getenv('RCS_ACL_USER')), 'auth[]=' . urlencode(getenv('RCS_ACL_PASS')));
     }

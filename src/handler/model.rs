@@ -4,7 +4,8 @@
 //! drive the real [`SessionHandler`] and [`crate::request`] state over the
 //! lock protocol's real Lua scripts on an in-memory node (the model checker's
 //! [`Server`]). After every call an oracle written from PHP's semantics and
-//! the README's rules says what each session must hold:
+//! the rules of docs/configuration.md and docs/locking.md says what each
+//! session must hold:
 //!
 //! - nothing is refused that a holder was entitled to do (every hook
 //!   succeeds), and nothing is acknowledged that is not stored (the data is

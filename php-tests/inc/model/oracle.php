@@ -1,6 +1,6 @@
 <?php
-// The oracle of 057-model-based.phpt: what PHP's session module and README's
-// rules say a request prints and leaves in the store. It is the specification
+// The oracle of 057-model-based.phpt: what PHP's session module and the rules
+// of docs/configuration.md and docs/locking.md say a request prints and leaves in the store. It is the specification
 // the generated sequences are checked against.
 //
 // The store holds, for each id label, the versions it may be in: what is
