@@ -183,73 +183,30 @@ if wanted redis || wanted debug; then
     "$ROOT/scripts/tls-certs.sh" "$tls_dir"
     CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" start redis "$TLS_BASE"
 fi
+tls=(RCS_TLS_DIR="$tls_dir" RCS_TLS_SEEDS="$(cluster_seeds "$TLS_BASE")")
 # The whole suite on PHP debug builds, NTS and ZTS (built once per machine, in
 # a cache outside the checkout), on a Redis cluster of its own (7700), beside
-# the other suites: mostly waiting on timed tests.
-background debug env RCS_TLS_DIR="$tls_dir" RCS_TLS_SEEDS="$(cluster_seeds "$TLS_BASE")" "$ROOT/scripts/debug-php-tests.sh" 7700
+# the other suites: mostly waiting on timed tests, as they are.
+background debug env "${tls[@]}" "$ROOT/scripts/debug-php-tests.sh" 7700
+# Redis 7.0 and Valkey 9.1 side by side, each on its own ports.
+background redis env "${tls[@]}" "$ROOT/scripts/flavor-tests.sh" redis "$test_bin"
+background valkey9 "$ROOT/scripts/flavor-tests.sh" valkey9 "$test_bin"
 run_stage unit "$test_bin"
 run_stage links "$ROOT/scripts/check-links.sh"
 run_stage phpize bash -c '"$0/scripts/phpize-build.sh" && "$0/scripts/pie-binaries.sh"' "$ROOT"
-
-# flavor_tests FLAVOR: the Rust cluster tests and the whole .phpt suite on a
-# cluster of FLAVOR started here, while MONITOR checks that every key a lock
-# script touches is among its KEYS, then the ACL user's tests.
-flavor_tests() {
-    local flavor=$1 base status=0 port monitor_dir monitor_pid primaries=() monitored=() test acl acl_pass
-    # The TLS test runs once, with the Redis flavor.
-    if [ "$flavor" = redis ]; then
-        export RCS_TLS_DIR=$tls_dir RCS_TLS_SEEDS=$(cluster_seeds "$TLS_BASE")
-    else
-        unset RCS_TLS_DIR RCS_TLS_SEEDS
-    fi
-    "$ROOT/scripts/cluster.sh" start "$flavor"
-    base=$(default_base_port "$flavor")
-    monitor_dir="$ROOT/.cluster/keys-monitor-$flavor"
-    rm -rf "$monitor_dir"
-    for port in $(seq "$base" $((base + 5))); do
-        [ "$(cluster_cli "$flavor" -p "$port" role | head -1)" = master ] && primaries+=("127.0.0.1:$port")
-    done
-    php "$ROOT/scripts/keys-monitor.php" watch "$monitor_dir" 1800 "${primaries[@]}" &
-    monitor_pid=$!
-    # One at a time: one of them fails the cluster over and back. Some start
-    # nodes of their own, of the same server.
-    server_binaries "$flavor"
-    RCS_SEEDS=$(cluster_seeds "$base") RCS_SERVER_BIN=$SERVER_BIN "$test_bin" --ignored --skip lock::model --test-threads=1 ||
-        status=1
-    # MONITOR formats every argument: a multi-MB session would block the
-    # primary for seconds. Those tests run once it has stopped.
-    local multi_mb=("$ROOT"/php-tests/{032,039,043}-*.phpt)
-    for test in "$ROOT"/php-tests/*.phpt; do
-        [[ " ${multi_mb[*]} " == *" $test "* ]] || monitored+=("$test")
-    done
-    "$ROOT/scripts/php-tests.sh" "$flavor" "${monitored[@]}" || status=1
-    kill "$monitor_pid"
-    wait "$monitor_pid" 2>/dev/null || true
-    php "$ROOT/scripts/keys-monitor.php" check "$monitor_dir" || status=1
-    rm -rf "$monitor_dir"
-    "$ROOT/scripts/php-tests.sh" "$flavor" "${multi_mb[@]}" || status=1
-    acl_pass=$(acl_user "$flavor" "$base")
-    mapfile -t acl <<<"$(acl_tests)"
-    RCS_ACL_USER=rcs_sessions RCS_ACL_PASS="$acl_pass" "$ROOT/scripts/php-tests.sh" "$flavor" "${acl[@]}" 2>&1 |
-        sed -u 's/^/[ACL user] /' || status=1
-    "$ROOT/scripts/cluster.sh" stop "$flavor"
-    return "$status"
-}
-run_stage redis flavor_tests redis
+finish redis
+finish valkey9
 # Debian 13's part (its root cached outside the checkout: PHP 8.4 with php-fpm
 # and phpredis 6.2, a Redis 8.0 cluster on 7800 and 7850) and sid's (PHP 8.5,
-# on 8000 and 8050) run beside the Valkey ones.
+# on 8000 and 8050) run beside Valkey 8.1's and the 16 nodes'.
 background debian13 "$ROOT/scripts/debian-root.sh" debian13 run scripts/debian-tests.sh --test-binary="$test_bin"
 background php85 "$ROOT/scripts/debian-root.sh" php85 run scripts/debian-tests.sh --test-binary="$test_bin" 8000
-run_stage valkey flavor_tests valkey
-run_stage valkey9 flavor_tests valkey9
+run_stage valkey "$ROOT/scripts/flavor-tests.sh" valkey "$test_bin"
 # All primaries frozen again, on a 16-node cluster: 8 connections, one budget.
 nodes16() {
+    trap 'CLUSTER_NODES=16 "$ROOT/scripts/cluster.sh" stop redis 7400' EXIT
     CLUSTER_NODES=16 "$ROOT/scripts/cluster.sh" start redis 7400
-    local status=0
-    RCS_TLS_DIR=$tls_dir RCS_TLS_SEEDS=$(cluster_seeds "$TLS_BASE") "$ROOT/scripts/php-tests.sh" redis 7400 "$ROOT"/php-tests/053-*.phpt || status=1
-    CLUSTER_NODES=16 "$ROOT/scripts/cluster.sh" stop redis 7400
-    return "$status"
+    "$ROOT/scripts/php-tests.sh" redis 7400 "$ROOT"/php-tests/053-*.phpt
 }
 run_stage nodes16 nodes16
 finish debug
