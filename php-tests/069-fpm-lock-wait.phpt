@@ -1,5 +1,5 @@
 --TEST--
-Issue 37 behind nginx and php-fpm, with Debian's phpredis 5.3 loaded (20 ms of waiting by its defaults): where nobody set the lock directives, a request waits with this extension's defaults and gets a lock held 0.6 s; small values set by .user.ini, php.ini's [PATH=] and [HOST=] sections, the pool's php_value and php_admin_value, or a FastCGI PHP_VALUE make it give up as told; rediscluster_session_lock_wait() names each source
+Issue 37 behind nginx and php-fpm, with Debian's phpredis 5.3 loaded (20 ms of waiting by its defaults): where nobody set the lock directives, a request waits with this extension's defaults and gets a lock held 0.6 s; small values set by .user.ini, php.ini's [PATH=] and [HOST=] sections, the pool's php_value and php_admin_value, or a FastCGI PHP_VALUE make it give up as told; rediscluster_session_lock_wait() names each source; opcache on, as in production
 --SKIPIF--
 <?php
 if (getenv('RCS_NO_FPM')) die('skip ' . getenv('RCS_NO_FPM'));
@@ -49,7 +49,9 @@ $nginx = implode("\n", [
     $location('/pool/', '/index.php', '', 'small.sock'),
     $location('/phpvalue/', '/index.php', "fastcgi_param PHP_VALUE \"$small\";"),
 ]);
-served_start('fpm', $dir, $port, 3, patient: false, app: $app,
+// opcache on, as in production: it swaps the entries' startup strings for
+// copies in shared memory.
+served_start('fpm', $dir, $port, 3, ['zend_extension=opcache', 'opcache.enable=1'], patient: false, app: $app,
     env: ['FPM_PHP_INI' => "$dir/php.ini", 'FPM_CONF_EXTRA' => $pool, 'FPM_NGINX_EXTRA' => $nginx]);
 try {
     // A FastCGI PHP_VALUE stays in the worker that got it, for its later
@@ -60,7 +62,8 @@ try {
         $sources = $report === null ? 'no report' : implode(', ', array_map(fn($name) => "{$report[$name]['value']} ({$report[$name]['source']})",
             ['redis.session.lock_wait_time', 'redis.session.lock_retries']));
         [$status, $body] = served_contend($port, 'fpmwait' . bin2hex(random_bytes(8)), $path);
-        echo "$case: ", $status === 200 ? 'got the lock' : "gave up ($status)", "; $sources\n";
+        echo "$case: ", $status === 200 ? 'got the lock' : "gave up ($status)", "; $sources",
+            ($report['opcache'] ?? false) ? '' : ' (opcache off)', "\n";
     }
     // The requests that gave up warned; nothing else did.
     $log = preg_grep('/Failed to (acquire session lock|read session data)/', explode("\n", served_log("$dir/fpm.log")), PREG_GREP_INVERT);

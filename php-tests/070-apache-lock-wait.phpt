@@ -1,5 +1,5 @@
 --TEST--
-Issue 37 behind Apache prefork and Debian's mod_php, with Debian's phpredis 5.3 loaded (20 ms of waiting by its defaults): where nobody set the lock directives, a request waits with this extension's defaults and gets a lock held 0.6 s; small values set by php_value or php_admin_value in Apache's config, or php_value in .htaccess, make it give up as told; rediscluster_session_lock_wait() names the source
+Issue 37 behind Apache prefork and Debian's mod_php, with Debian's phpredis 5.3 loaded (20 ms of waiting by its defaults): where nobody set the lock directives, a request waits with this extension's defaults and gets a lock held 0.6 s; small values set by php_value or php_admin_value in Apache's config, or php_value in .htaccess, make it give up as told; rediscluster_session_lock_wait() names the source; opcache on, as in production
 --SKIPIF--
 <?php
 if (getenv('RCS_NO_APACHE')) die('skip ' . getenv('RCS_NO_APACHE'));
@@ -40,14 +40,17 @@ $conf = <<<CONF
         AllowOverride Options
     </Directory>
     CONF;
-served_start('apache', $dir, $port, 3, patient: false, app: $src, env: ['APACHE_CONF_EXTRA' => $conf]);
+// opcache on, as in production: it swaps the entries' startup strings for
+// copies in shared memory.
+served_start('apache', $dir, $port, 3, ['zend_extension=opcache', 'opcache.enable=1'], patient: false, app: $src, env: ['APACHE_CONF_EXTRA' => $conf]);
 try {
     foreach (['/' => 'nothing set', '/value/' => 'php_value', '/admin/' => 'php_admin_value', '/htaccess/' => '.htaccess'] as $path => $case) {
         $report = json_decode(http_many($port, ["$path?lock_wait=1"], [''], 1)[0][1], true);
         $sources = $report === null ? 'no report' : implode(', ', array_map(fn($name) => "{$report[$name]['value']} ({$report[$name]['source']})",
             ['redis.session.lock_wait_time', 'redis.session.lock_retries']));
         [$status] = served_contend($port, 'apachewait' . bin2hex(random_bytes(8)), $path);
-        echo "$case: ", $status === 200 ? 'got the lock' : "gave up ($status)", "; $sources\n";
+        echo "$case: ", $status === 200 ? 'got the lock' : "gave up ($status)", "; $sources",
+            ($report['opcache'] ?? false) ? '' : ' (opcache off)', "\n";
     }
     // The requests that gave up warned; nothing else did (but Apache's
     // notices of children all busy, AH00161).

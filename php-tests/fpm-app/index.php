@@ -8,7 +8,7 @@
 // ?stats=1 gives the worker's rediscluster_session_stats() (holding the worker
 // 50 ms, so that parallel calls reach every worker); ?metrics=1 the pool's;
 // ?lock_wait=1 the worker's rediscluster_session_lock_wait() for this
-// request; ?hold=FILE keeps the session (and its lock) until the test
+// request, and whether opcache is on; ?hold=FILE keeps the session (and its lock) until the test
 // creates FILE (60 s at most).
 if (isset($_GET['warn'])) {
     trigger_error('deliberate warning from the served app', E_USER_WARNING);
@@ -30,7 +30,8 @@ if (isset($_GET['metrics'])) {
     exit;
 }
 if (isset($_GET['lock_wait'])) {
-    echo json_encode(rediscluster_session_lock_wait());
+    $opcache = function_exists('opcache_get_status') && (opcache_get_status(false)['opcache_enabled'] ?? false);
+    echo json_encode(rediscluster_session_lock_wait() + ['opcache' => $opcache]);
     exit;
 }
 if (isset($_GET['fatal'])) {
