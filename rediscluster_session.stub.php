@@ -3,7 +3,7 @@
  * IDE stub for the rediscluster_session extension. Not to be included.
  *
  * The functions are defined in Rust (src/php/stats.rs, src/php/lock_info.rs,
- * src/php/metrics.rs, src/php/read_only.rs).
+ * src/php/lock_wait.rs, src/php/metrics.rs, src/php/read_only.rs).
  */
 
 /**
@@ -58,6 +58,29 @@ function rediscluster_session_stats(): array {}
  * @return array{locked: bool, ttl_ms: int, waiters: int, data_ttl_ms: int, lifetime: array{seconds: int, sliding: bool}|null}|null
  */
 function rediscluster_session_lock_info(string $id): ?array {}
+
+/**
+ * How long a locked session_start() of this request waits for a busy lock at
+ * most, and why: max_wait_us (null: no limit), wait_us (one attempt) and
+ * retries (null: for ever), then, for redis.session.lock_wait_time and
+ * redis.session.lock_retries, the value the handler uses and its source:
+ * "php.ini" (php.ini, conf.d or -d), "runtime" (ini_set(), .user.ini, a
+ * [PATH=]/[HOST=] section, Apache's php_value or php_admin_value), "php-fpm"
+ * (the pool's php_value or php_admin_value, or a FastCGI PHP_VALUE) or
+ * "default" (nobody set it: this extension's default, whatever phpredis
+ * registered). registered is the value the directive's module registered
+ * (null where php.ini replaced it at startup); overridden is true where
+ * phpredis registered another value that this extension's default replaced.
+ *
+ * @return array{
+ *     max_wait_us: int|null,
+ *     wait_us: int,
+ *     retries: int|null,
+ *     "redis.session.lock_wait_time": array{value: int, source: string, registered: int|null, registered_by: string, overridden: bool},
+ *     "redis.session.lock_retries": array{value: int, source: string, registered: int|null, registered_by: string, overridden: bool}
+ * }
+ */
+function rediscluster_session_lock_wait(): array {}
 
 /**
  * Whether the session this request opened last is served read-only: with

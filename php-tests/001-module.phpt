@@ -1,5 +1,5 @@
 --TEST--
-The module loads, depends on session, registers the handler, phpredis's INI names and its own, and the stats, lock_info, metrics and read_only functions
+The module loads, depends on session, registers the handler, phpredis's INI names and its own, and the stats, lock_info, lock_wait, metrics and read_only functions
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';
@@ -22,7 +22,8 @@ echo $m[0], "\n";
 preg_match('/Registered save handlers => (.*)/', $info, $m);
 echo $m[0], "\n";
 var_dump(function_exists('rediscluster_session_stats'), function_exists('rediscluster_session_lock_info'),
-    function_exists('rediscluster_session_metrics'), rediscluster_session_read_only());
+    function_exists('rediscluster_session_lock_wait'), function_exists('rediscluster_session_metrics'),
+    rediscluster_session_read_only());
 ?>
 --EXPECTF--
 bool(true)
@@ -50,8 +51,8 @@ Built for PHP => %d.%d.%d
 Save handler => rediscluster
 redis.session.locking_enabled (effective) => 0
 redis.session.lock_expire (effective) => 0
-redis.session.lock_wait_time (effective) => 20000
-redis.session.lock_retries (effective) => 7
+redis.session.lock_wait_time (effective) => 20000: this extension's default
+redis.session.lock_retries (effective) => 7: set for this request (ini_set(), .user.ini, a [PATH=] or [HOST=] section, or the web server's php_value)
 redis.session.lock_failure_readonly (effective) => 0
 redis.session.lock_release_cmd (effective) => eval
 redis.session.early_refresh (effective) => 0
@@ -62,6 +63,7 @@ rediscluster_session.write_replicas_timeout (effective) => 100
 rediscluster_session.lock_wait_notice_ms (effective) => 0
 rediscluster_session.max_waiters (effective) => 0
 rediscluster_session.fallback_max_lag (effective) => 10
+Lock wait, at most (effective) => 140 ms (7 retries × 20000 µs)
 Metrics => this process (and any it forks)
 stats: locks_acquired => 0
 stats: lock_waits => 0
@@ -79,6 +81,7 @@ stats: node_connections => opened=0, closed_idle=0, replaced=0, refused_maxclien
 stats: slot_maps => fetched=0, shared=0
 stats: errors => io=0, timeout=0, cluster=0, auth=0, tls=0, oom=0, server=0
 Registered save handlers => files user rediscluster 
+bool(true)
 bool(true)
 bool(true)
 bool(true)

@@ -32,7 +32,7 @@ bool(true)
 string(1) "v"
 string(1) "0"
 string(1) "1"
-12345
+12345: set in php.ini, conf.d or -d
 bool(true)
 string(32) "who|s:20:"rediscluster_session";"
 -- phpredis last
@@ -42,6 +42,6 @@ bool(true)
 string(1) "v"
 string(1) "0"
 string(1) "1"
-12345
+12345: set in php.ini, conf.d or -d
 bool(true)
 string(32) "who|s:20:"rediscluster_session";"

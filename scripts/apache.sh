@@ -6,6 +6,7 @@
 # enabled modules) is neither read nor touched.
 #   scripts/apache.sh start DIR HTTP_PORT APP_DIR WORKERS [INI=VALUE...]
 #   scripts/apache.sh stop DIR
+# APACHE_CONF_EXTRA: lines added to its config (DIR/app is the app's copy).
 # Apache's error log (DIR/error.log) gets every PHP warning and notice of the
 # children. Started as root, the children run as www-data (Apache refuses
 # root): the app is copied into DIR, readable by them; the extension and
@@ -70,6 +71,7 @@ DirectoryIndex index.php
 <FilesMatch "\.php\$">
     SetHandler application/x-httpd-php
 </FilesMatch>
+${APACHE_CONF_EXTRA:-}
 EOF
     # Only what is named here is loaded (PHP_INI_SCAN_DIR empty: not the
     # system's conf.d): phpredis (with igbinary, as Debian ships it; where it

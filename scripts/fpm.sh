@@ -6,7 +6,10 @@
 #   scripts/fpm.sh stop DIR
 # The FPM log (DIR/fpm.log) gets every PHP warning and notice of the workers.
 # FPM_MAX_REQUESTS=N sets the pool's pm.max_requests (each worker is replaced
-# after N requests); unset, php-fpm's default (0: never).
+# after N requests); unset, php-fpm's default (0: never). FPM_PHP_INI=FILE:
+# php-fpm reads that php.ini (and no conf.d) instead of none. FPM_CONF_EXTRA and
+# FPM_NGINX_EXTRA: lines added to php-fpm's config (more pools) and to nginx's
+# server block (more locations).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -47,6 +50,7 @@ decorate_workers_output = no
 clear_env = no
 php_admin_flag[log_errors] = on
 php_admin_flag[display_errors] = off
+${FPM_CONF_EXTRA:-}
 EOF
     cat >"$dir/nginx.conf" <<EOF
 $([ "$(id -u)" -eq 0 ] && echo "user root;")
@@ -69,18 +73,22 @@ http {
             fastcgi_param SCRIPT_FILENAME \$document_root/index.php;
             fastcgi_pass unix:$fpm_listen;
         }
+        ${FPM_NGINX_EXTRA:-}
     }
 }
 EOF
-    # php.ini is left out (-n) so only what is named here is loaded: phpredis
-    # (with igbinary, as Debian ships it; where it is built) for the app's cache, and this
-    # extension, unless FPM_WITHOUT_EXTENSION=1 (phpredis's own handler then).
+    # php.ini is left out (-n; FPM_PHP_INI's alone, where given) so only what
+    # is named here is loaded: phpredis (with igbinary, as Debian ships it;
+    # where it is built) for the app's cache, and this extension, unless
+    # FPM_WITHOUT_EXTENSION=1 (phpredis's own handler then).
     local ini=(-d session.save_handler=rediscluster) module
     for module in $(phpredis_modules); do ini+=(-d "extension=$module"); done
     [ -n "${FPM_WITHOUT_EXTENSION:-}" ] || ini+=(-d "extension=$EXT_SO")
     local setting
     for setting in "$@"; do ini+=(-d "$setting"); done
-    "$FPM_BIN" -n "${ini[@]}" "${as_root[@]}" -y "$dir/fpm.conf" \
+    local php_ini=(-n)
+    [ -z "${FPM_PHP_INI:-}" ] || php_ini=(-c "$FPM_PHP_INI")
+    env PHP_INI_SCAN_DIR= "$FPM_BIN" "${php_ini[@]}" "${ini[@]}" "${as_root[@]}" -y "$dir/fpm.conf" \
         || die "php-fpm did not start; see $dir/fpm.log"
     "$NGINX_BIN" -q -p "$dir" -e "$dir/nginx-error.log" -c "$dir/nginx.conf" \
         || die "nginx did not start; see $dir/nginx-error.log"

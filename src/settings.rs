@@ -41,12 +41,130 @@ pub const MAX_LOCK_TTL_SECS: u64 = 86_400;
 /// The shortest `lock_wait_time`, in µs.
 const MIN_LOCK_WAIT_MICROS: i64 = 1_000;
 
+/// The directives whose default here wins over the one their module
+/// registered, where the user set none: Debian 12's phpredis 5.3 registers
+/// 2000 µs × 10 (20 ms of waiting, so every queued request fails), phpredis 6
+/// and this extension 20000 × 100.
+pub const OWN_DEFAULTS_WIN: [&CStr; 2] = [
+    c"redis.session.lock_wait_time",
+    c"redis.session.lock_retries",
+];
+
+/// Where the value of one of [`OWN_DEFAULTS_WIN`] comes from, as PHP's INI
+/// records it (php-src 8.2: Zend/zend_ini.c, main/php_ini.c,
+/// sapi/fpm/fpm/fpm_main.c and fpm_php.c).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// PHP's configuration hash: php.ini, conf.d, `-d`. Startup gave the
+    /// entry this value.
+    Configuration,
+    /// `zend_alter_ini_entry_ex` marked the entry modified for this request:
+    /// `ini_set()`, `.user.ini`, php.ini's `[PATH=]`/`[HOST=]` sections,
+    /// Apache's `php_value`/`php_admin_value`/`.htaccess`.
+    Altered,
+    /// Unmarked, but not startup's string: php-fpm writes its pool's
+    /// `php_value`/`php_admin_value` and a FastCGI `PHP_VALUE` straight into
+    /// the entry (`fpm_php_zend_ini_alter_master`), as a new string that is
+    /// not interned, for the worker's life.
+    Written,
+    /// The value its module registered: nobody set it.
+    Registered,
+}
+
+/// Where the value a directive of [`OWN_DEFAULTS_WIN`] has for the handler
+/// comes from, for phpinfo() and `rediscluster_session_lock_wait()`.
+#[derive(Debug)]
+pub struct WaitSource {
+    pub name: &'static CStr,
+    /// The value the handler uses: the user's, or this extension's default.
+    pub value: i64,
+    pub origin: Origin,
+    /// What the directive's module registered; `None` where php.ini's value
+    /// replaced it at startup.
+    pub registered: Option<i64>,
+    pub by_phpredis: bool,
+}
+
+impl WaitSource {
+    /// `value` is the directive's, which gives way to this extension's
+    /// default where nobody set it.
+    pub fn new(
+        name: &'static CStr,
+        origin: Origin,
+        value: i64,
+        registered: Option<i64>,
+        by_phpredis: bool,
+    ) -> Self {
+        let value = match origin {
+            Origin::Registered => INI_DEFAULTS
+                .iter()
+                .find(|(known, _)| *known == name)
+                .map_or(0, |(_, default)| ini_long(default.to_bytes())),
+            _ => value,
+        };
+        WaitSource {
+            name,
+            value,
+            origin,
+            registered,
+            by_phpredis,
+        }
+    }
+
+    /// phpredis registered another value, which nobody set: this extension's
+    /// default replaced it.
+    pub fn overridden(&self) -> bool {
+        self.origin == Origin::Registered && self.by_phpredis && self.registered != Some(self.value)
+    }
+
+    pub fn origin_name(&self) -> &'static str {
+        match self.origin {
+            Origin::Configuration => "php.ini",
+            Origin::Altered => "runtime",
+            Origin::Written => "php-fpm",
+            Origin::Registered => "default",
+        }
+    }
+
+    pub fn registered_by(&self) -> &'static str {
+        if self.by_phpredis {
+            "phpredis"
+        } else {
+            "rediscluster_session"
+        }
+    }
+
+    /// The value and why, as phpinfo() shows it.
+    pub fn describe(&self) -> String {
+        let why = match self.origin {
+            Origin::Configuration => "set in php.ini, conf.d or -d".to_owned(),
+            Origin::Altered => "set for this request (ini_set(), .user.ini, a [PATH=] or [HOST=] section, or the web server's php_value)".to_owned(),
+            Origin::Written => "set by php-fpm (the pool's php_value or php_admin_value, or a FastCGI PHP_VALUE, which the worker keeps for its later requests)".to_owned(),
+            Origin::Registered if self.overridden() => format!(
+                "this extension's default, not the {} phpredis registered (set the directive to choose)",
+                self.registered.unwrap_or_default()
+            ),
+            Origin::Registered if self.by_phpredis => {
+                "this extension's default (phpredis registered the same)".to_owned()
+            }
+            Origin::Registered => "this extension's default".to_owned(),
+        };
+        format!("{}: {why}", self.value)
+    }
+}
+
 /// Where settings come from: PHP's INI in the extension, a map in tests.
 pub trait IniSource {
     /// The value as PHP's `INI_INT` reads it (0 when unset or not a number).
     fn long(&self, name: &CStr) -> i64;
     /// The value as a string, `None` when the directive does not exist.
     fn string(&self, name: &CStr) -> Option<String>;
+    /// [`long`](Self::long) where the user set the directive, `None` while it
+    /// holds the default its module registered (asked only of
+    /// [`OWN_DEFAULTS_WIN`]). A map holds only what was set.
+    fn user_long(&self, name: &CStr) -> Option<i64> {
+        Some(self.long(name))
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -78,6 +196,17 @@ impl LockSettings {
     pub fn total_wait(&self) -> Option<Duration> {
         let retries = u32::try_from(self.retries?).unwrap_or(u32::MAX);
         self.wait.checked_mul(retries)
+    }
+
+    /// The longest wait, as phpinfo() shows it.
+    pub fn describe_total_wait(&self) -> String {
+        let wait = self.wait.as_micros();
+        match (self.total_wait(), self.retries) {
+            (Some(total), Some(retries)) => {
+                format!("{} ms ({retries} retries × {wait} µs)", total.as_millis())
+            }
+            _ => format!("no limit (retries × {wait} µs, for ever)"),
+        }
     }
 }
 
@@ -155,17 +284,19 @@ impl Settings {
 }
 
 impl LockSettings {
-    fn load(ini: &impl IniSource) -> Self {
+    pub fn load(ini: &impl IniSource) -> Self {
         let expire = match ini.long(c"redis.session.lock_expire") {
             0 => ini.long(c"max_execution_time"),
             seconds => seconds,
         };
+        // Not set by the user, OWN_DEFAULTS_WIN take 0's meaning: the default here.
+        let own = |name| ini.user_long(name).unwrap_or(0);
         // Under 1 ms (or negative) would poll the server in a tight loop.
-        let wait = match ini.long(c"redis.session.lock_wait_time") {
+        let wait = match own(c"redis.session.lock_wait_time") {
             0 => 20_000,
             micros => micros.max(MIN_LOCK_WAIT_MICROS),
         };
-        let retries = match ini.long(c"redis.session.lock_retries") {
+        let retries = match own(c"redis.session.lock_retries") {
             0 => Some(100),
             n if n < 0 => None,
             n => Some(n.unsigned_abs()),
@@ -410,6 +541,113 @@ mod tests {
         .unwrap();
         assert_eq!(lock.ttl, Duration::from_secs(3));
         assert_eq!(lock.retries, Some(5));
+    }
+
+    /// PHP's INI with phpredis 5.3's registered lock defaults, where the
+    /// user set only `set`.
+    struct Phpredis53 {
+        ini: Ini,
+        set: &'static [&'static CStr],
+    }
+
+    impl IniSource for Phpredis53 {
+        fn long(&self, name: &CStr) -> i64 {
+            self.ini.long(name)
+        }
+        fn string(&self, name: &CStr) -> Option<String> {
+            self.ini.string(name)
+        }
+        fn user_long(&self, name: &CStr) -> Option<i64> {
+            self.set.contains(&name).then(|| self.long(name))
+        }
+    }
+
+    #[test]
+    fn unset_lock_waits_take_this_extensions_defaults() {
+        let load = |overrides: &[(&'static CStr, &'static str)], set| {
+            let mut ini = ini(&[
+                (c"redis.session.locking_enabled", "1"),
+                (c"redis.session.lock_wait_time", "2000"),
+                (c"redis.session.lock_retries", "10"),
+            ]);
+            ini.0.extend(overrides.iter().copied());
+            LockSettings::load(&Phpredis53 { ini, set })
+        };
+        let unset = load(&[], &[]);
+        assert_eq!(unset.total_wait(), Some(Duration::from_secs(2)));
+        // The same as INI_DEFAULTS, which this extension registers without phpredis.
+        let registered = LockSettings::load(&ini(&[(c"redis.session.locking_enabled", "1")]));
+        assert_eq!(
+            (unset.wait, unset.retries),
+            (registered.wait, registered.retries)
+        );
+
+        let both = load(&[], &OWN_DEFAULTS_WIN);
+        assert_eq!(
+            (both.wait, both.retries),
+            (Duration::from_millis(2), Some(10))
+        );
+        let retries_only = load(
+            &[(c"redis.session.lock_retries", "3")],
+            &[c"redis.session.lock_retries"],
+        );
+        assert_eq!(
+            (retries_only.wait, retries_only.retries),
+            (Duration::from_millis(20), Some(3))
+        );
+    }
+
+    fn source(origin: Origin, registered: Option<i64>, by_phpredis: bool) -> WaitSource {
+        WaitSource::new(
+            c"redis.session.lock_retries",
+            origin,
+            10,
+            registered,
+            by_phpredis,
+        )
+    }
+
+    #[test]
+    fn wait_sources_say_why_a_value_applies() {
+        let phpredis53 = source(Origin::Registered, Some(10), true);
+        assert!(phpredis53.overridden());
+        assert_eq!(
+            phpredis53.describe(),
+            "100: this extension's default, not the 10 phpredis registered (set the directive to choose)"
+        );
+        let phpredis6 = source(Origin::Registered, Some(100), true);
+        assert!(!phpredis6.overridden());
+        assert_eq!(
+            phpredis6.describe(),
+            "100: this extension's default (phpredis registered the same)"
+        );
+        let alone = source(Origin::Registered, Some(100), false);
+        assert_eq!(
+            (alone.describe().as_str(), alone.registered_by()),
+            ("100: this extension's default", "rediscluster_session")
+        );
+        let fpm = source(Origin::Written, Some(10), true);
+        assert!(!fpm.overridden());
+        assert_eq!((fpm.value, fpm.origin_name()), (10, "php-fpm"));
+        let wait = WaitSource::new(
+            c"redis.session.lock_wait_time",
+            Origin::Registered,
+            2000,
+            Some(2000),
+            true,
+        );
+        assert_eq!(wait.value, 20_000);
+    }
+
+    #[test]
+    fn total_wait_is_described() {
+        let on = (c"redis.session.locking_enabled", "1");
+        let describe = |retries| {
+            LockSettings::load(&ini(&[on, (c"redis.session.lock_retries", retries)]))
+                .describe_total_wait()
+        };
+        assert_eq!(describe("100"), "2000 ms (100 retries × 20000 µs)");
+        assert_eq!(describe("-1"), "no limit (retries × 20000 µs, for ever)");
     }
 
     #[test]

@@ -6,7 +6,10 @@
 // catches them; ?rss=1 reports the worker's resident size in KiB; ?fatal=1
 // turns any warning into a fatal error, as an application's error handler may;
 // ?stats=1 gives the worker's rediscluster_session_stats() (holding the worker
-// 50 ms, so that parallel calls reach every worker); ?metrics=1 the pool's.
+// 50 ms, so that parallel calls reach every worker); ?metrics=1 the pool's;
+// ?lock_wait=1 the worker's rediscluster_session_lock_wait() for this
+// request, and whether opcache is on; ?hold=FILE keeps the session (and its lock) until the test
+// creates FILE (60 s at most).
 if (isset($_GET['warn'])) {
     trigger_error('deliberate warning from the served app', E_USER_WARNING);
     exit;
@@ -26,6 +29,11 @@ if (isset($_GET['metrics'])) {
     echo rediscluster_session_metrics();
     exit;
 }
+if (isset($_GET['lock_wait'])) {
+    $opcache = function_exists('opcache_get_status') && (opcache_get_status(false)['opcache_enabled'] ?? false);
+    echo json_encode(rediscluster_session_lock_wait() + ['opcache' => $opcache]);
+    exit;
+}
 if (isset($_GET['fatal'])) {
     set_error_handler(function (int $type, string $message) {
         trigger_error("fatal after: $message", E_USER_ERROR);
@@ -37,6 +45,9 @@ if (!session_start()) {
 }
 $_SESSION['visits'] = ($_SESSION['visits'] ?? 0) + 1;
 usleep(10000);
+for ($until = microtime(true) + 60; isset($_GET['hold']) && !file_exists($_GET['hold']) && microtime(true) < $until;) {
+    usleep(5000);
+}
 session_write_close();
 header('Content-Type: application/json');
 echo json_encode(['worker' => getmypid(), 'connects' => rediscluster_session_stats()['connects']]);

@@ -7,17 +7,40 @@ require_once __DIR__ . '/http.php';
 
 /**
  * Starts scripts/$server.sh (fpm or apache) with everything in $dir, serving
- * fpm-app on $port with $workers workers, locking on; $ini after the defaults
- * (a later setting wins). Dies with the script's output if it fails.
+ * $app (by default fpm-app) on $port with $workers workers, locking on, with
+ * $env for the script; $ini after the defaults (a later setting wins). A
+ * $patient server waits up to 100 x 50 ms for a lock, as a loaded machine
+ * needs; otherwise neither lock_retries nor lock_wait_time is set. Dies with
+ * the script's output if it fails.
  */
-function served_start(string $server, string $dir, int $port, int $workers, array $ini = []): void {
+function served_start(string $server, string $dir, int $port, int $workers, array $ini = [], bool $patient = true,
+                      ?string $app = null, array $env = []): void {
     $save_path = rcs_save_path('prefix=' . urlencode(rcs_prefix()) . '&timeout=2&read_timeout=2');
-    $ini = array_merge(["session.save_path=\"$save_path\"", 'redis.session.locking_enabled=1',
-        'redis.session.lock_wait_time=50000', 'redis.session.lock_retries=100', 'session.use_strict_mode=0'], $ini);
+    $ini = array_merge(["session.save_path=\"$save_path\"", 'redis.session.locking_enabled=1', 'session.use_strict_mode=0',
+        ...($patient ? ['redis.session.lock_wait_time=50000', 'redis.session.lock_retries=100'] : [])], $ini);
     // The app's real path: php-fpm finds no script under a root with "..".
-    $command = [__DIR__ . "/../../scripts/$server.sh", 'start', $dir, $port, realpath(__DIR__ . '/../fpm-app'), $workers, ...$ini];
+    $command = ['env', ...array_map(fn($name, $value) => "$name=$value", array_keys($env), $env),
+        __DIR__ . "/../../scripts/$server.sh", 'start', $dir, $port, realpath($app ?? __DIR__ . '/../fpm-app'), $workers, ...$ini];
     exec(implode(' ', array_map('escapeshellarg', $command)) . ' 2>&1', $out, $status);
     if ($status !== 0) die("$server.sh start failed:\n" . implode("\n", $out));
+}
+
+/**
+ * A request holding session $sid's lock, then one to $path on the same
+ * session: once that one queues (or has answered), the holder keeps the lock
+ * 0.6 s more. Returns the second one's [status, body].
+ */
+function served_contend(int $port, string $sid, string $path): array {
+    $go = rcs_go_file();
+    $holder = http_send($port, '/?hold=' . urlencode($go), "PHPSESSID=$sid");
+    rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($sid)) === 1);
+    $waiter = http_send($port, $path, "PHPSESSID=$sid");
+    rcs_wait_until(fn() => rcs_cmd('ZCARD', rcs_lock_key($sid) . '_FIFO') >= 1 || http_answered($waiter));
+    usleep(600000);
+    touch($go);
+    $answer = http_answer($waiter);
+    http_answer($holder);
+    return $answer;
 }
 
 /** Stops what served_start started and removes its directory. */

@@ -131,10 +131,11 @@ function rcs_slot_map_fetches(): int {
 
 /**
  * The command line of a child PHP with the given INI and extensions, in load
- * order; by default just this extension.
+ * order; by default just this extension. It reads no php.ini, or, given
+ * $ini_dir, the php.ini there (and rcs_spawn() its conf.d).
  */
-function rcs_php_command(array $ini, ?array $load = null): array {
-    $cmd = [PHP_BINARY, '-n'];
+function rcs_php_command(array $ini, ?array $load = null, ?string $ini_dir = null): array {
+    $cmd = [PHP_BINARY, ...($ini_dir === null ? ['-n'] : ['-c', "$ini_dir/php.ini"])];
     foreach ($load ?? [rcs_ext()] as $ext) {
         array_push($cmd, '-d', "extension=$ext");
     }
@@ -153,9 +154,10 @@ define('PHPREDIS', explode(',', getenv('RCS_PHPREDIS') === false ? 'igbinary,red
 
 /**
  * Starts a child PHP running $code in the background, with the helpers loaded
- * and this test's session INI. Returns what rcs_wait() takes.
+ * and this test's session INI (and $ini_dir's php.ini and conf.d, if given).
+ * Returns what rcs_wait() takes.
  */
-function rcs_spawn(string $code, array $ini = [], ?array $load = null): array {
+function rcs_spawn(string $code, array $ini = [], ?array $load = null, ?string $ini_dir = null): array {
     $script = tempnam(sys_get_temp_dir(), "rcs");
     unlink($script);
     $script .= ".php";
@@ -163,9 +165,9 @@ function rcs_spawn(string $code, array $ini = [], ?array $load = null): array {
     $declare = preg_match('/^declare\([^)]*\);/', $code, $m) ? $m[0] : '';
     $code = substr($code, strlen($declare));
     file_put_contents($script, "<?php $declare require " . var_export(__FILE__, true) . ";\n" . $code);
-    $cmd = rcs_php_command(rcs_session_ini($ini), $load);
+    $cmd = rcs_php_command(rcs_session_ini($ini), $load, $ini_dir);
     $cmd[] = $script;
-    $env = ['RCS_PREFIX' => rcs_prefix()] + getenv();
+    $env = ['RCS_PREFIX' => rcs_prefix(), ...($ini_dir === null ? [] : ['PHP_INI_SCAN_DIR' => "$ini_dir/conf.d"])] + getenv();
     $proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['redirect', 1]], $pipes, null, $env);
     // Its standard input, for a child that takes orders line by line.
     return [$proc, $pipes[1], $script, $pipes[0]];

@@ -6,7 +6,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use ext_php_rs::ffi::zend_result;
+use ext_php_rs::ffi::{zend_result, zval};
 
 #[allow(non_camel_case_types, non_snake_case, dead_code, clippy::all)]
 mod session {
@@ -36,6 +36,9 @@ unsafe impl Sync for StaticPsModule {}
 
 unsafe extern "C" {
     pub fn zend_unregister_ini_entries(module_number: c_int);
+    /// The directive's value in PHP's configuration hash (php.ini, conf.d,
+    /// `-d`), NULL when none of them set it.
+    pub fn cfg_get_entry(name: *const c_char, name_length: usize) -> *mut zval;
     pub fn php_html_puts(text: *const c_char, size: usize);
     pub fn php_output_write(text: *const c_char, len: usize) -> usize;
     pub fn php_log_err_with_severity(message: *const c_char, syslog_type: c_int);

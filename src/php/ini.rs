@@ -3,16 +3,21 @@
 //! exists (and would then drop phpredis's own settings), so only the names
 //! nobody registered yet are added, after phpredis's MINIT (see the optional
 //! module dependency in `module.rs`). Reads go by name, so phpredis's values
-//! apply when it owns a directive.
+//! apply when it owns a directive, but for `OWN_DEFAULTS_WIN` that the user
+//! did not set, which take this extension's defaults (see [`origin`]).
 
 use std::cell::RefCell;
 use std::ffi::{CStr, c_char, c_int};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-use ext_php_rs::ffi::{zend_hash_str_find, zend_ini_entry, zend_register_ini_entries};
+use ext_php_rs::ffi::{
+    GC_IMMUTABLE, zend_hash_str_find, zend_ini_entry, zend_register_ini_entries,
+};
 use ext_php_rs::flags::IniEntryPermission;
 use ext_php_rs::zend::{ExecutorGlobals, IniEntryDef};
 
-use crate::settings::{INI_DEFAULTS, IniSource, ini_long};
+use super::abi::cfg_get_entry;
+use crate::settings::{INI_DEFAULTS, IniSource, OWN_DEFAULTS_WIN, Origin, ini_long};
 
 /// PHP's INI, read when a session opens.
 pub struct PhpIni;
@@ -47,8 +52,8 @@ pub fn forget_entries() {
     ENTRIES.with_borrow_mut(Vec::clear);
 }
 
-/// `read` of the directive's current value, `None` when it does not exist.
-fn read_value<T>(name: &CStr, read: impl FnOnce(&[u8]) -> T) -> Option<T> {
+/// This thread's entry of the directive, `None` when it does not exist.
+fn entry(name: &CStr) -> Option<&'static zend_ini_entry> {
     let entry = ENTRIES.with(|cell| {
         let mut entries = cell.borrow_mut();
         if let Some(&(_, entry)) = entries.iter().find(|(known, _)| *known == name.as_ptr()) {
@@ -61,18 +66,28 @@ fn read_value<T>(name: &CStr, read: impl FnOnce(&[u8]) -> T) -> Option<T> {
         }
         found
     });
-    // SAFETY: a live entry (see ENTRIES); its value, when set, is a
-    // zend_string that nothing changes while `read` runs. The bytes are
-    // reached through the raw pointer, since they extend past `val`'s
-    // declared length of 1.
+    // SAFETY: a live entry (see ENTRIES), only read on this thread.
+    unsafe { entry.as_ref() }
+}
+
+/// `read` of the entry's current value, `None` when it has none.
+fn read_entry<T>(entry: &zend_ini_entry, read: impl FnOnce(&[u8]) -> T) -> Option<T> {
+    // SAFETY: the value, when set, is a zend_string that nothing changes
+    // while `read` runs. The bytes are reached through the raw pointer, since
+    // they extend past `val`'s declared length of 1.
     unsafe {
-        let value = entry.as_ref()?.value;
+        let value = entry.value;
         if value.is_null() {
             return None;
         }
         let bytes = (&raw const (*value).val).cast::<u8>();
         Some(read(std::slice::from_raw_parts(bytes, (*value).len)))
     }
+}
+
+/// `read` of the directive's current value, `None` when it does not exist.
+fn read_value<T>(name: &CStr, read: impl FnOnce(&[u8]) -> T) -> Option<T> {
+    read_entry(entry(name)?, read)
 }
 
 impl IniSource for PhpIni {
@@ -84,14 +99,102 @@ impl IniSource for PhpIni {
     fn string(&self, name: &CStr) -> Option<String> {
         read_value(name, |text| String::from_utf8_lossy(text).into_owned())
     }
+
+    fn user_long(&self, name: &CStr) -> Option<i64> {
+        let (origin, value) = origin(name)?;
+        (origin != Origin::Registered).then_some(value)
+    }
+}
+
+/// What startup left in one of [`OWN_DEFAULTS_WIN`]'s entries, recorded at
+/// MINIT (again at a restart in the same process).
+struct Startup {
+    /// The value, which phpinfo() reports and a write is checked against
+    /// too; a number, since opcache swaps the entries' strings after MINIT.
+    value: AtomicI64,
+    /// In PHP's configuration hash: php.ini, conf.d or `-d` set it.
+    configured: AtomicBool,
+    /// Registered by phpredis, not by this extension.
+    by_phpredis: AtomicBool,
+}
+
+static STARTUP: [Startup; OWN_DEFAULTS_WIN.len()] = [const {
+    Startup {
+        value: AtomicI64::new(0),
+        configured: AtomicBool::new(false),
+        by_phpredis: AtomicBool::new(false),
+    }
+}; OWN_DEFAULTS_WIN.len()];
+
+/// Where a directive of [`OWN_DEFAULTS_WIN`] gets its value from, and the
+/// value; `None` for another directive or one that does not exist. A few
+/// loads per read: it runs on every locked session_start().
+pub fn origin(name: &CStr) -> Option<(Origin, i64)> {
+    let startup = &STARTUP[OWN_DEFAULTS_WIN.iter().position(|own| *own == name)?];
+    let entry = entry(name)?;
+    let value = read_entry(entry, ini_long).unwrap_or(0);
+    let origin = if entry.modified != 0 {
+        Origin::Altered
+    } else if !interned(entry) || value != startup.value.load(Ordering::Relaxed) {
+        Origin::Written
+    } else if startup.configured.load(Ordering::Relaxed) {
+        Origin::Configuration
+    } else {
+        Origin::Registered
+    };
+    Some((origin, value))
+}
+
+/// Whether the entry's value is an interned string (or none), as every value
+/// startup gives is (`zend_register_ini_entries_ex` interns them; opcache
+/// swaps them for interned copies in shared memory): php-fpm's writes are not.
+fn interned(entry: &zend_ini_entry) -> bool {
+    // SAFETY: the entry's value, when set, is a live zend_string.
+    unsafe { entry.value.as_ref() }.is_none_or(|value| {
+        // SAFETY: a zend_string's header, whose type_info holds its GC flags.
+        let type_info = unsafe { value.gc.u.type_info };
+        type_info & GC_IMMUTABLE != 0
+    })
+}
+
+/// What startup registered for a directive of [`OWN_DEFAULTS_WIN`]: the
+/// value its module registered (`None` where php.ini's replaced it) and
+/// whether that module is phpredis.
+pub fn registered(name: &CStr) -> Option<(Option<i64>, bool)> {
+    let startup = &STARTUP[OWN_DEFAULTS_WIN.iter().position(|own| *own == name)?];
+    let value = startup.value.load(Ordering::Relaxed);
+    Some((
+        (!startup.configured.load(Ordering::Relaxed)).then_some(value),
+        startup.by_phpredis.load(Ordering::Relaxed),
+    ))
+}
+
+/// Records what startup left in [`OWN_DEFAULTS_WIN`]'s entries, once every
+/// module registered its own; `by_phpredis` tells which already existed.
+fn remember_startup(by_phpredis: impl Fn(&CStr) -> bool) {
+    for (name, startup) in OWN_DEFAULTS_WIN.iter().zip(&STARTUP) {
+        let value = entry(name)
+            .and_then(|entry| read_entry(entry, ini_long))
+            .unwrap_or(0);
+        startup.value.store(value, Ordering::Relaxed);
+        // SAFETY: PHP's configuration hash, complete before any MINIT; the
+        // name's bytes without the NUL, as PHP's own lookups pass them.
+        let configured = unsafe { !cfg_get_entry(name.as_ptr(), name.count_bytes()).is_null() };
+        startup.configured.store(configured, Ordering::Relaxed);
+        startup
+            .by_phpredis
+            .store(by_phpredis(name), Ordering::Relaxed);
+    }
 }
 
 /// Registers the `redis.session.*` directives that do not exist yet; returns
 /// how many this extension owns.
 pub fn register_missing(module_number: c_int) -> usize {
-    let mut table: Vec<IniEntryDef> = INI_DEFAULTS
+    let (missing, phpredis): (Vec<_>, Vec<_>) = INI_DEFAULTS
         .iter()
-        .filter(|(name, _)| PhpIni.string(name).is_none())
+        .partition(|(name, _)| PhpIni.string(name).is_none());
+    let mut table: Vec<IniEntryDef> = missing
+        .iter()
         .map(|(name, default)| IniEntryDef::new(name, default, IniEntryPermission::All))
         .collect();
     let owned = table.len();
@@ -102,5 +205,6 @@ pub fn register_missing(module_number: c_int) -> usize {
         // SAFETY: a terminated table of 'static definitions, none already registered.
         unsafe { zend_register_ini_entries(table.as_ptr(), module_number) };
     }
+    remember_startup(|name| phpredis.iter().any(|(registered, _)| *registered == name));
     owned
 }

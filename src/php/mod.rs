@@ -20,6 +20,7 @@ mod hooks;
 mod ini;
 mod lifetime;
 mod lock_info;
+mod lock_wait;
 mod metrics;
 mod module;
 mod read_only;

@@ -22,6 +22,7 @@ use super::hooks;
 use super::ini::{self, PhpIni};
 use super::lifetime;
 use super::lock_info;
+use super::lock_wait;
 use super::metrics;
 use super::no_unwind;
 use super::read_only;
@@ -76,6 +77,7 @@ pub extern "C" fn get_module() -> *mut ModuleEntry {
                     .info_function(info)
                     .function(stats::function())
                     .function(lock_info::function())
+                    .function(lock_wait::function())
                     .function(metrics::function())
                     .function(read_only::function())
                     .function(lifetime::function())
@@ -230,9 +232,15 @@ fn info_table() {
         if serving { "rediscluster" } else { SHADOWED },
     );
     for (name, _) in INI_DEFAULTS {
-        let value = PhpIni.string(name).unwrap_or_default();
+        let value = lock_wait::describe(name)
+            .or_else(|| PhpIni.string(name))
+            .unwrap_or_default();
         row(&format!("{} (effective)", name.to_string_lossy()), &value);
     }
+    row(
+        "Lock wait, at most (effective)",
+        &lock_wait::describe_total(),
+    );
     row("Metrics", metrics::scope());
     for (name, value) in stats::info_rows() {
         row(&name, &value);
