@@ -723,7 +723,7 @@ impl LockModel {
         // No leftovers.
         let helper_bound =
             (self.lock.ttl.as_millis() as i64).max(self.piece_ms() + 2 * self.hand_over_ms());
-        for (key, (_, at)) in &state.primary.keys {
+        for (key, (_, at)) in state.primary.keys.iter() {
             match at {
                 None => state.violation.get_or_insert((
                     Invariant::NoLeftovers,
@@ -1002,7 +1002,7 @@ impl Model for LockModel {
             }
             Action::ForeignDestroy => {
                 state.foreign_destroys += 1;
-                state.primary.keys.remove(&keys().data);
+                state.primary.keys_mut().remove(&keys().data);
             }
             Action::Step(c) | Action::StepLost(c) => {
                 let lost = matches!(action, Action::StepLost(_));
