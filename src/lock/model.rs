@@ -54,6 +54,7 @@
 
 pub(crate) mod server;
 
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use stateright::{Checker, Model, Property};
@@ -153,7 +154,8 @@ enum Phase {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Client {
     phase: Phase,
-    acquisition: Option<Acquisition>,
+    /// Shared by the states a step leaves it alone in: most steps do.
+    acquisition: Option<Arc<Acquisition>>,
     /// Acquisitions started.
     started: u8,
     plain_first: bool,
@@ -252,8 +254,10 @@ pub enum Action {
     Fork(u8),
 }
 
-fn keys() -> LockKeys {
-    LockKeys::new(b"S").unwrap()
+/// The session's keys, made once: every step reads them.
+fn keys() -> &'static LockKeys {
+    static KEYS: LazyLock<LockKeys> = LazyLock::new(|| LockKeys::new(b"S").unwrap());
+    &KEYS
 }
 
 /// Client `c`'s `n`th secret: its thread half names the client.
@@ -277,6 +281,13 @@ fn last_saver(server: &Server) -> Option<Vec<u8>> {
 fn counter(data: Option<&[u8]>) -> u64 {
     data.and_then(|d| std::str::from_utf8(d).ok()?.parse().ok())
         .unwrap_or(0)
+}
+
+impl Client {
+    /// The acquisition to change: a copy of its own if another state shares it.
+    fn acquisition_mut(&mut self) -> &mut Acquisition {
+        Arc::make_mut(self.acquisition.as_mut().unwrap())
+    }
 }
 
 impl State {
@@ -358,12 +369,12 @@ impl LockModel {
             Phase::Idle => {
                 let n = client.started;
                 client.started += 1;
-                client.acquisition = Some(Acquisition::with_secret(
+                client.acquisition = Some(Arc::new(Acquisition::with_secret(
                     k.clone(),
                     &self.lock,
                     self.refresh.then_some(DATA_TTL),
                     secret(c, n),
-                ));
+                )));
                 client.deadline = self
                     .lock
                     .total_wait()
@@ -409,7 +420,7 @@ impl LockModel {
                     };
                     match data {
                         Some(data) => {
-                            client.acquisition.as_mut().unwrap().read(&data, false);
+                            client.acquisition_mut().read(&data, false);
                             self.locked(&mut client, data, lock_until)
                         }
                         None => self.next_attempt(&mut client, now),
@@ -421,7 +432,7 @@ impl LockModel {
                 read_if_busy,
             } => {
                 let wait = Duration::from_millis(queue_ms as u64);
-                let acquisition = client.acquisition.as_mut().unwrap();
+                let acquisition = client.acquisition.as_ref().unwrap();
                 let reply = acquisition.attempt_call(wait, read_if_busy, |keys, args| {
                     state.primary.eval(&ACQUIRE_AND_READ, keys, args)
                 });
@@ -440,8 +451,7 @@ impl LockModel {
                 if !delivered(&mut client, lost) {
                     client.falls_back = self.fallback && client.phase == Phase::Cleanup;
                 } else {
-                    let acquisition = client.acquisition.as_mut().unwrap();
-                    match acquisition.attempt_replied(reply, wait) {
+                    match client.acquisition_mut().attempt_replied(reply, wait) {
                         Ok(Attempt::Locked(data)) => self.locked(&mut client, data, lock_until),
                         Ok(Attempt::Busy(_)) if queue_ms == 0 => self.finish(&mut client),
                         Ok(Attempt::Busy(_)) => {
@@ -459,8 +469,7 @@ impl LockModel {
             }
             Phase::Blocked { .. } => {
                 // The list has an element (checked in `actions`): BLPOP pops it.
-                let acquisition = client.acquisition.as_mut().unwrap();
-                let list = acquisition.wait_list().to_vec();
+                let list = client.acquisition.as_ref().unwrap().wait_list().to_vec();
                 let popped = match state
                     .primary
                     .call(&[b"LPOP".to_vec(), list.clone()], &[&list])
@@ -471,7 +480,7 @@ impl LockModel {
                 // A lost BLPOP reply is not repeated: the element is gone.
                 let popped = if lost { None } else { popped };
                 let lock_until = state.primary.ttl_of(&k.lock).flatten();
-                match acquisition.popped(popped) {
+                match client.acquisition_mut().popped(popped) {
                     Ok(Some(data)) => self.locked(&mut client, data, lock_until),
                     _ => self.next_attempt(&mut client, now),
                 }
