@@ -54,6 +54,7 @@
 
 pub(crate) mod server;
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
@@ -120,6 +121,24 @@ pub struct LockModel {
     pub tick_ms: i64,
     /// The clock stops here: every run is finite.
     pub max_ticks: u32,
+    /// The features the check reached, as bits of [`Feature`]: a test
+    /// asserts that each one the configuration turns on was exercised.
+    pub reached: Arc<AtomicU8>,
+}
+
+/// A feature of the model that only some paths exercise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Feature {
+    Crash,
+    LostReply,
+    Failover,
+    Fork,
+    /// A save applied a lifetime of its own.
+    Lifetime,
+    /// An acquire turned away by `max_waiters`.
+    Rejected,
+    /// A release's native delete (DELIFEQ) deleted the lock.
+    Delifeq,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -315,6 +334,33 @@ impl State {
 }
 
 impl LockModel {
+    fn reach(&self, feature: Feature) {
+        self.reached.fetch_or(1 << feature as u8, Ordering::Relaxed);
+    }
+
+    pub fn reached(&self, feature: Feature) -> bool {
+        self.reached.load(Ordering::Relaxed) & 1 << feature as u8 != 0
+    }
+
+    /// The features this configuration turns on.
+    pub fn features(&self) -> Vec<Feature> {
+        let on = [
+            (Feature::Crash, self.crashes > 0),
+            (Feature::LostReply, self.lost_replies > 0),
+            (Feature::Failover, self.failovers > 0),
+            (Feature::Fork, self.forks > 0),
+            (Feature::Lifetime, self.lifetimes),
+            (Feature::Rejected, self.lock.max_waiters.is_some()),
+            (
+                Feature::Delifeq,
+                self.lock.release != ReleaseCommand::Eval && self.ops.contains(&Op::Release),
+            ),
+        ];
+        on.into_iter()
+            .filter_map(|(feature, on)| on.then_some(feature))
+            .collect()
+    }
+
     fn piece_ms(&self) -> i64 {
         longest_piece(&self.lock).as_millis() as i64
     }
@@ -472,7 +518,10 @@ impl LockModel {
                                 until: now + piece,
                             };
                         }
-                        Ok(Attempt::Rejected(..)) => self.finish(&mut client),
+                        Ok(Attempt::Rejected(..)) => {
+                            self.reach(Feature::Rejected);
+                            self.finish(&mut client)
+                        }
                         Err(err) => state.fail(Invariant::Safety, format!("acquire reply: {err}")),
                     }
                 }
@@ -556,6 +605,9 @@ impl LockModel {
                         Change::Keep => lifetime_before.as_deref().and_then(Lifetime::decode),
                     };
                     self.check_lifetime_applied(state, c, op, expected, server_now);
+                    if let Change::Set(_) = change {
+                        self.reach(Feature::Lifetime);
+                    }
                 }
                 if applied {
                     client.applied_under_lock = true;
@@ -636,6 +688,9 @@ impl LockModel {
                 let waiting = state
                     .primary
                     .call(&[b"ZCARD".to_vec(), k.queue().to_vec()], &[k.queue()]);
+                if let Ok(Reply::Int(1)) = deleted {
+                    self.reach(Feature::Delifeq);
+                }
                 if !lost {
                     client.phase = match (deleted, waiting) {
                         (Ok(Reply::Int(1)), Ok(Reply::Int(0))) => {
@@ -1030,6 +1085,7 @@ impl Model for LockModel {
                 let c = usize::from(c);
                 if lost {
                     state.lost += 1;
+                    self.reach(Feature::LostReply);
                 }
                 self.step(&mut state, c, lost);
             }
@@ -1041,6 +1097,7 @@ impl Model for LockModel {
                 state.clients[c] = client;
             }
             Action::Crash(c) => {
+                self.reach(Feature::Crash);
                 state.crashes += 1;
                 let client = &mut state.clients[usize::from(c)];
                 client.phase = Phase::Dead;
@@ -1050,6 +1107,7 @@ impl Model for LockModel {
                 state.replicated = state.applied;
             }
             Action::Fork(c) => {
+                self.reach(Feature::Fork);
                 let child = self.acquisitions.len() + usize::from(state.forks);
                 state.clients[child] = Client {
                     forked: true,
@@ -1058,6 +1116,7 @@ impl Model for LockModel {
                 state.forks += 1;
             }
             Action::Failover(skew) => {
+                self.reach(Feature::Failover);
                 state.failovers += 1;
                 let mut promoted = state.replica.clone();
                 promoted.now_ms = state.primary.now_ms + skew;
@@ -1188,8 +1247,10 @@ mod tests {
         let fallback = model.fallback;
         let started = Instant::now();
         let checker = check(model);
+        let model = checker.model();
+        let features = model.features();
         let report = format!(
-            "{name}: {} states ({} unique), depth {}, {:.1} s",
+            "{name}: {} states ({} unique), depth {}, {:.1} s, reached {features:?}",
             checker.state_count(),
             checker.unique_state_count(),
             checker.max_depth(),
@@ -1200,6 +1261,9 @@ mod tests {
             started.elapsed() < CHECK_TIMEOUT,
             "the check did not finish"
         );
+        for feature in features {
+            assert!(model.reached(feature), "no run reached {feature:?}");
+        }
         let mut found = checker.discoveries();
         assert!(
             found.remove("every acquisition wrote").is_some(),
@@ -1263,6 +1327,7 @@ mod tests {
             forks: 0,
             tick_ms: 1000,
             max_ticks,
+            reached: Arc::default(),
         }
     }
 
