@@ -1311,7 +1311,7 @@ mod tests {
         (!traces.is_empty()).then(|| traces.join("\n"))
     }
 
-    fn model(acquisitions: Vec<u8>, ttl_ms: u64, max_ticks: u32) -> LockModel {
+    pub(super) fn model(acquisitions: Vec<u8>, ttl_ms: u64, max_ticks: u32) -> LockModel {
         LockModel {
             acquisitions,
             lock: settings(ttl_ms, 10),
@@ -1331,7 +1331,7 @@ mod tests {
         }
     }
 
-    fn holds(name: &str, model: LockModel) {
+    pub(super) fn holds(name: &str, model: LockModel) {
         if let Some(traces) = run(name, model) {
             panic!("{traces}");
         }
@@ -1393,22 +1393,8 @@ mod tests {
         holds("3 clients, 4 ways to let go, DELIFEQ, 4 s", model);
     }
 
-    /// max_waiters = 1 with lock_failure_readonly, and a client that gives up.
-    #[test]
-    #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
-    fn a_capped_queue_and_giving_up() {
-        let mut model = model(vec![1, 1, 1], 5000, 6);
-        model.lock.max_waiters = Some(1);
-        model.lock.failure_readonly = true;
-        model.lock.retries = Some(2);
-        holds(
-            "3 clients, max_waiters 1, read-only on failure, 2 s of waiting",
-            model,
-        );
-    }
-
     /// failover=error: acquire calls that fail for good read the replica
-    /// and serve the session read-only, beside a failover.
+    /// and serve the session read-only (beside a failover in the quick tier).
     #[test]
     #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
     fn failed_acquires_read_only_from_the_replica() {
@@ -1419,17 +1405,6 @@ mod tests {
             ..model(vec![1, 1, 1], 2000, 5)
         };
         holds("3 clients, 2 lost replies, 2 s lock, failover=error", three);
-        let beside_a_failover = LockModel {
-            lost_replies: 2,
-            failovers: 1,
-            crashes: 0,
-            fallback: true,
-            ..model(vec![1, 1], 2000, 4)
-        };
-        holds(
-            "2 clients, 2 lost replies, 1 failover, failover=error",
-            beside_a_failover,
-        );
     }
 
     /// Session lifetimes: each write or touch sets a sliding one, a fixed end
@@ -1466,21 +1441,6 @@ mod tests {
         );
     }
 
-    /// A holder forks (`pcntl_fork()`): its child's saves make no call, so
-    /// the parent's write or destroy still goes through and nothing the
-    /// child does is acknowledged to the parent.
-    #[test]
-    #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
-    fn a_holder_forks() {
-        let model = LockModel {
-            ops: vec![Op::Write, Op::Destroy, Op::Release],
-            forks: 1,
-            lost_replies: 1,
-            ..model(vec![1, 1], 2000, 4)
-        };
-        holds("2 clients, 1 fork, 1 crash, 1 lost reply", model);
-    }
-
     /// A failover to a replica with any prefix of the primary's history,
     /// its clock a second ahead or behind; acknowledged writes rolled back
     /// are counted without write_replicas and forbidden with it.
@@ -1512,5 +1472,130 @@ mod tests {
                 destroys,
             );
         }
+    }
+}
+
+/// The quick tier: configurations of seconds each, 35 s of one core
+/// together in the checked profile, for a contributor's test run
+/// (`lock::model::quick --ignored`). Each checks every property, and
+/// between them they reach every feature of the model (`run` asserts that
+/// each one a configuration turns on is reached); a failover that hands a
+/// lock back catches a write without its fence. `lock::model --ignored`
+/// runs them with the rest (`lock::model::tests`), each configuration once.
+#[cfg(test)]
+mod quick {
+    use super::tests::{holds, model};
+    use super::*;
+
+    /// A crash and a lost reply anywhere, and locks that expire under their holders.
+    #[test]
+    #[ignore = "exhaustive, seconds: the quick tier"]
+    fn a_crash_and_a_lost_reply() {
+        let model = LockModel {
+            lost_replies: 1,
+            ..model(vec![1, 1, 1], 2000, 4)
+        };
+        holds("3 clients, 1 crash, 1 lost reply, 2 s lock, 4 s", model);
+    }
+
+    /// Every way to let go, with DELIFEQ (see `every_way_to_let_go`).
+    #[test]
+    #[ignore = "exhaustive, seconds: the quick tier"]
+    fn every_way_to_let_go_briefly() {
+        let mut model = LockModel {
+            ops: vec![Op::Write, Op::Touch, Op::Destroy, Op::Release],
+            crashes: 0,
+            ..model(vec![1, 1, 1], 2000, 3)
+        };
+        model.lock.release = ReleaseCommand::Delifeq;
+        holds("3 clients, 4 ways to let go, DELIFEQ, 3 s", model);
+    }
+
+    /// max_waiters = 1 with lock_failure_readonly, and a client that gives up.
+    #[test]
+    #[ignore = "exhaustive, seconds: the quick tier"]
+    fn a_capped_queue_and_giving_up() {
+        let mut model = model(vec![1, 1, 1], 5000, 6);
+        model.lock.max_waiters = Some(1);
+        model.lock.failure_readonly = true;
+        model.lock.retries = Some(2);
+        holds(
+            "3 clients, max_waiters 1, read-only on failure, 2 s of waiting",
+            model,
+        );
+    }
+
+    /// Session lifetimes, with early_refresh or not, and phpredis's destroy
+    /// (see `session_lifetimes`).
+    #[test]
+    #[ignore = "exhaustive, seconds: the quick tier"]
+    fn session_lifetimes_briefly() {
+        for refresh in [false, true] {
+            let model = LockModel {
+                ops: vec![Op::Write, Op::Touch, Op::Destroy],
+                lifetimes: true,
+                refresh,
+                foreign_destroys: 1,
+                ..model(vec![2, 1], 3000, 4)
+            };
+            holds(
+                &format!("2 clients, 2+1 acquisitions, lifetimes, early_refresh={refresh}, 4 s"),
+                model,
+            );
+        }
+    }
+
+    /// A holder forks (`pcntl_fork()`): its child's saves make no call, so
+    /// the parent's write or destroy still goes through and nothing the
+    /// child does is acknowledged to the parent.
+    #[test]
+    #[ignore = "exhaustive, seconds: the quick tier"]
+    fn a_holder_forks() {
+        let model = LockModel {
+            ops: vec![Op::Write, Op::Destroy, Op::Release],
+            forks: 1,
+            lost_replies: 1,
+            ..model(vec![1, 1], 2000, 4)
+        };
+        holds("2 clients, 1 fork, 1 crash, 1 lost reply", model);
+    }
+
+    /// A failover can hand a lock back to a waiter queued before it, whose
+    /// data is stale by then: the write's fence must refuse it.
+    #[test]
+    #[ignore = "exhaustive, seconds: the quick tier"]
+    fn a_failover_hands_a_lock_back() {
+        for write_replicas in [false, true] {
+            let model = LockModel {
+                failovers: 1,
+                crashes: 0,
+                write_replicas,
+                ..model(vec![2, 1], 2000, 5)
+            };
+            holds(
+                &format!(
+                    "2 clients, 2+1 acquisitions, 1 failover, 2 s lock, write_replicas={write_replicas}"
+                ),
+                model,
+            );
+        }
+    }
+
+    /// failover=error: acquire calls that fail for good read the replica
+    /// and serve the session read-only, beside a failover.
+    #[test]
+    #[ignore = "exhaustive, seconds: the quick tier"]
+    fn failed_acquires_beside_a_failover() {
+        let model = LockModel {
+            lost_replies: 2,
+            failovers: 1,
+            crashes: 0,
+            fallback: true,
+            ..model(vec![1, 1], 2000, 4)
+        };
+        holds(
+            "2 clients, 2 lost replies, 1 failover, failover=error",
+            model,
+        );
     }
 }
