@@ -1209,9 +1209,9 @@ fn delivered(client: &mut Client, lost: bool) -> bool {
     false
 }
 
-/// Longer than any configuration takes, also on a loaded machine (the longest,
-/// about 300 s alone, took 665 s with the test command's suites and other work
-/// beside it): a check cut short fails.
+/// Longer than any configuration takes, also on a loaded machine (the longest
+/// takes about 65 s alone; before the script memo, 300 s alone took 665 s with
+/// the test command's suites and other work beside it): a check cut short fails.
 pub const CHECK_TIMEOUT: Duration = Duration::from_secs(1500);
 
 /// Checks a model to the end and returns the checker, for tests to read.

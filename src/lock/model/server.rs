@@ -1,7 +1,9 @@
 //! One primary as the model checker sees it: the commands the lock scripts
 //! and client steps use, over keys with absolute expiry times, and Lua 5.1
 //! running the protocol's real script texts with `redis.call` bound to it.
-//! Every key a call touches is checked against the keys it declared.
+//! Every key a call touches is checked against the keys it declared. Lua
+//! runs once per distinct input of a script ([`Memo`]): the checker makes
+//! the same call on the same keys from many states.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
