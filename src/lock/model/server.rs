@@ -1,10 +1,13 @@
 //! One primary as the model checker sees it: the commands the lock scripts
 //! and client steps use, over keys with absolute expiry times, and Lua 5.1
 //! running the protocol's real script texts with `redis.call` bound to it.
-//! Every key a call touches is checked against the keys it declared.
+//! Every key a call touches is checked against the keys it declared. Lua
+//! runs once per distinct input of a script ([`Memo`]): the checker makes
+//! the same call on the same keys from many states.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 
 use mlua::{Function, Lua, MultiValue, Table, Value as LuaValue};
 
@@ -20,10 +23,15 @@ pub enum Value {
     Hash(BTreeMap<Vec<u8>, Vec<u8>>),
 }
 
+/// Each key's value and expiry time.
+pub type Keyspace = BTreeMap<Vec<u8>, (Value, Option<i64>)>;
+
 /// The keyspace of one node and its clock (unix ms as its `TIME` says).
+/// States share keyspaces until one changes: most steps change none, or
+/// only one of a state's two nodes.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Server {
-    pub keys: BTreeMap<Vec<u8>, (Value, Option<i64>)>,
+    pub keys: Arc<Keyspace>,
     pub now_ms: i64,
     /// Calls to `TIME` within this tick: each sees a later microsecond, as
     /// calls that follow each other do.
@@ -32,7 +40,7 @@ pub struct Server {
 
 /// What went wrong in a call: a key it did not declare, or a command the
 /// scripts should never send (a model or script bug).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Fault(pub String);
 
 impl Server {
@@ -40,7 +48,15 @@ impl Server {
     pub fn expire_keys(&mut self) {
         self.time_calls = 0;
         let now = self.now_ms;
-        self.keys.retain(|_, (_, at)| at.is_none_or(|at| at > now));
+        let live = |at: &Option<i64>| at.is_none_or(|at| at > now);
+        if !self.keys.values().all(|(_, at)| live(at)) {
+            self.keys_mut().retain(|_, (_, at)| live(at));
+        }
+    }
+
+    /// The keyspace to change: a copy of its own if another state shares it.
+    pub fn keys_mut(&mut self) -> &mut Keyspace {
+        Arc::make_mut(&mut self.keys)
     }
 
     pub fn get_str(&self, key: &[u8]) -> Option<&[u8]> {
@@ -106,7 +122,7 @@ impl Server {
                 let k = key(1)?.to_vec();
                 let new_at = expiry_at(arg(2)?, int(3)?)
                     .ok_or_else(|| Fault("GETEX without EX or PXAT".into()))?;
-                let reply = match self.keys.get_mut(&k) {
+                let reply = match self.keys_mut().get_mut(&k) {
                     Some((Value::Str(value), at)) => {
                         *at = Some(new_at);
                         Reply::Data(value.clone())
@@ -137,7 +153,7 @@ impl Server {
                 if nx && self.keys.contains_key(&k) {
                     return Ok(Reply::Nil);
                 }
-                self.keys
+                self.keys_mut()
                     .insert(k.clone(), (Value::Str(arg(2)?.to_vec()), at));
                 // A time already past (PXAT) deletes the key, as Redis does.
                 self.drop_if_expired(&k);
@@ -147,14 +163,14 @@ impl Server {
                 let k = key(1)?;
                 let equal = self.get_str(k) == Some(arg(2)?);
                 if equal {
-                    self.keys.remove(k);
+                    self.keys_mut().remove(k);
                 }
                 Reply::Int(i64::from(equal))
             }
             "DEL" => {
                 let mut deleted = 0;
                 for i in 1..args.len() {
-                    deleted += i64::from(self.keys.remove(key(i)?).is_some());
+                    deleted += i64::from(self.keys_mut().remove(key(i)?).is_some());
                 }
                 Reply::Int(deleted)
             }
@@ -165,7 +181,7 @@ impl Server {
                     int(2)?
                 };
                 let condition = args.get(3).map(|c| c.to_ascii_uppercase());
-                match self.keys.get_mut(key(1)?) {
+                match self.keys_mut().get_mut(key(1)?) {
                     None => Reply::Int(0),
                     Some((_, at)) => {
                         let new = now + ms;
@@ -185,7 +201,7 @@ impl Server {
             "PEXPIREAT" => {
                 let k = key(1)?.to_vec();
                 let new_at = int(2)?;
-                match self.keys.get_mut(&k) {
+                match self.keys_mut().get_mut(&k) {
                     None => Reply::Int(0),
                     Some((_, at)) => {
                         *at = Some(new_at);
@@ -202,7 +218,7 @@ impl Server {
             "RPUSH" => {
                 let k = key(1)?.to_vec();
                 let entry = self
-                    .keys
+                    .keys_mut()
                     .entry(k)
                     .or_insert((Value::List(VecDeque::new()), None));
                 let Value::List(list) = &mut entry.0 else {
@@ -213,13 +229,13 @@ impl Server {
             }
             "LPOP" => {
                 let k = key(1)?.to_vec();
-                let popped = match self.keys.get_mut(&k) {
+                let popped = match self.keys_mut().get_mut(&k) {
                     Some((Value::List(list), _)) => list.pop_front(),
                     Some(_) => return Err(Fault("LPOP of a non-list".into())),
                     None => None,
                 };
                 if matches!(self.keys.get(&k), Some((Value::List(list), _)) if list.is_empty()) {
-                    self.keys.remove(&k);
+                    self.keys_mut().remove(&k);
                 }
                 popped.map_or(Reply::Nil, Reply::Data)
             }
@@ -238,7 +254,7 @@ impl Server {
                 }
                 let (score, member) = (int(3)?, arg(4)?.to_vec());
                 let entry = self
-                    .keys
+                    .keys_mut()
                     .entry(k)
                     .or_insert((Value::ZSet(Vec::new()), None));
                 let Value::ZSet(set) = &mut entry.0 else {
@@ -284,12 +300,12 @@ impl Server {
                         let Some(i) = position(arg(2)?) else {
                             return Ok(Reply::Int(0));
                         };
-                        let Some((Value::ZSet(set), _)) = self.keys.get_mut(&k) else {
+                        let Some((Value::ZSet(set), _)) = self.keys_mut().get_mut(&k) else {
                             unreachable!()
                         };
                         set.remove(i);
                         if set.is_empty() {
-                            self.keys.remove(&k);
+                            self.keys_mut().remove(&k);
                         }
                         Reply::Int(1)
                     }
@@ -308,7 +324,7 @@ impl Server {
                     },
                     "HSET" => {
                         let entry = self
-                            .keys
+                            .keys_mut()
                             .entry(k)
                             .or_insert((Value::Hash(BTreeMap::new()), None));
                         let Value::Hash(hash) = &mut entry.0 else {
@@ -317,13 +333,13 @@ impl Server {
                         Reply::Int(i64::from(hash.insert(field, arg(3)?.to_vec()).is_none()))
                     }
                     _ => {
-                        let removed = match self.keys.get_mut(&k) {
+                        let removed = match self.keys_mut().get_mut(&k) {
                             Some((Value::Hash(hash), _)) => hash.remove(&field).is_some(),
                             Some(_) => return Err(Fault("HDEL of a non-hash".into())),
                             None => false,
                         };
                         if matches!(self.keys.get(&k), Some((Value::Hash(h), _)) if h.is_empty()) {
-                            self.keys.remove(&k);
+                            self.keys_mut().remove(&k);
                         }
                         Reply::Int(i64::from(removed))
                     }
@@ -337,19 +353,154 @@ impl Server {
     fn drop_if_expired(&mut self, key: &[u8]) {
         let now = self.now_ms;
         if matches!(self.keys.get(key), Some((_, Some(at))) if *at <= now) {
-            self.keys.remove(key);
+            self.keys_mut().remove(key);
         }
     }
 
-    /// Runs a script's real text on this node, atomically.
+    /// Runs a script's real text on this node, atomically, or repeats what
+    /// it did the last time it ran on the same inputs (see [`Memo`]).
     pub fn eval(
         &mut self,
         script: &LuaScript,
         keys: &[&[u8]],
         args: &[&[u8]],
     ) -> Result<Reply, Fault> {
-        LUA.with(|lua| lua.eval(self, script, keys, args))
+        LUA.with(|lua| {
+            let mut memo = lua.memo.borrow_mut();
+            let Memo { effects, input } = &mut *memo;
+            self.encode_input(input, script, keys, args);
+            if let Some(effect) = effects.get(input.as_slice()) {
+                for (key, entry) in keys.iter().zip(&effect.after) {
+                    self.set_entry(key, entry.as_ref());
+                }
+                self.time_calls = effect.time_calls;
+                return effect.result.clone();
+            }
+            let result = lua.eval(self, script, keys, args);
+            if effects.len() == MEMO_ENTRIES {
+                effects.clear();
+            }
+            let effect = Effect {
+                after: keys
+                    .iter()
+                    .map(|key| self.keys.get(*key).cloned())
+                    .collect(),
+                time_calls: self.time_calls,
+                result: result.clone(),
+            };
+            effects.insert(input.as_slice().into(), effect);
+            result
+        })
     }
+
+    /// `key`'s entry set to `entry` (`None`: no key), the keyspace copied
+    /// only if that changes it.
+    fn set_entry(&mut self, key: &[u8], entry: Option<&(Value, Option<i64>)>) {
+        if self.keys.get(key) == entry {
+            return;
+        }
+        let keys = self.keys_mut();
+        match (entry, keys.get_mut(key)) {
+            (Some(entry), Some(slot)) => slot.clone_from(entry),
+            (Some(entry), None) => drop(keys.insert(key.to_vec(), entry.clone())),
+            (None, _) => drop(keys.remove(key)),
+        }
+    }
+
+    /// Into `out`, all a script's run depends on: the script, its keys and
+    /// arguments, the clock and the entries of the keys it declared (it may
+    /// touch no other), each field length-prefixed, so that equal encodings
+    /// mean equal inputs.
+    fn encode_input(&self, out: &mut Vec<u8>, script: &LuaScript, keys: &[&[u8]], args: &[&[u8]]) {
+        out.clear();
+        // The scripts are statics: the text's address names one.
+        out.extend_from_slice(&(script.source().as_ptr() as usize).to_le_bytes());
+        out.extend_from_slice(&self.now_ms.to_le_bytes());
+        out.extend_from_slice(&self.time_calls.to_le_bytes());
+        for list in [keys, args] {
+            put_len(out, list.len());
+            for item in list {
+                put_bytes(out, item);
+            }
+        }
+        for key in keys {
+            match self.keys.get(*key) {
+                None => out.push(0),
+                Some((value, at)) => {
+                    match at {
+                        None => out.push(1),
+                        Some(at) => {
+                            out.push(2);
+                            out.extend_from_slice(&at.to_le_bytes());
+                        }
+                    }
+                    value.encode(out);
+                }
+            }
+        }
+    }
+}
+
+impl Value {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Value::Str(bytes) => {
+                out.push(0);
+                put_bytes(out, bytes);
+            }
+            Value::List(list) => {
+                out.push(1);
+                put_len(out, list.len());
+                list.iter().for_each(|item| put_bytes(out, item));
+            }
+            Value::ZSet(set) => {
+                out.push(2);
+                put_len(out, set.len());
+                for (score, member) in set {
+                    out.extend_from_slice(&score.to_le_bytes());
+                    put_bytes(out, member);
+                }
+            }
+            Value::Hash(hash) => {
+                out.push(3);
+                put_len(out, hash.len());
+                for (field, value) in hash {
+                    put_bytes(out, field);
+                    put_bytes(out, value);
+                }
+            }
+        }
+    }
+}
+
+fn put_len(out: &mut Vec<u8>, len: usize) {
+    out.extend_from_slice(&(len as u32).to_le_bytes());
+}
+
+fn put_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    put_len(out, bytes.len());
+    out.extend_from_slice(bytes);
+}
+
+/// Bounds the memo's memory: it starts afresh when full.
+const MEMO_ENTRIES: usize = 1 << 20;
+
+/// What scripts did, by [`Server::encode_input`]. A script is a function of
+/// its input there (no global state survives a run, `TIME` reads the node's
+/// clock), and the checker makes the same call on the same keys from many
+/// states that differ elsewhere: Lua runs once for them all.
+#[derive(Default)]
+struct Memo {
+    effects: HashMap<Box<[u8]>, Effect>,
+    /// The input being looked up, kept for its capacity.
+    input: Vec<u8>,
+}
+
+struct Effect {
+    /// The declared keys' entries after the run, in their order.
+    after: Vec<Option<(Value, Option<i64>)>>,
+    time_calls: i64,
+    result: Result<Reply, Fault>,
 }
 
 thread_local! {
@@ -360,6 +511,7 @@ thread_local! {
 struct ScriptRunner {
     lua: Lua,
     compiled: RefCell<HashMap<&'static str, Function>>,
+    memo: RefCell<Memo>,
 }
 
 /// The node and the declared keys a running script's `redis.call` works on.
@@ -414,6 +566,7 @@ impl ScriptRunner {
         ScriptRunner {
             lua,
             compiled: RefCell::new(HashMap::new()),
+            memo: RefCell::default(),
         }
     }
 
