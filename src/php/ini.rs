@@ -185,6 +185,10 @@ fn remember_startup(by_phpredis: impl Fn(&CStr) -> bool) {
             .by_phpredis
             .store(by_phpredis(name), Ordering::Relaxed);
     }
+    // A ZTS PHP gives this thread a copy of the table after startup
+    // (zend_post_startup): pointers cached now would read the original,
+    // which ini_set() never changes.
+    forget_entries();
 }
 
 /// Registers the `redis.session.*` directives that do not exist yet; returns
