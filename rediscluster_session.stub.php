@@ -63,7 +63,10 @@ function rediscluster_session_lock_info(string $id): ?array {}
  * How long a locked session_start() of this request waits for a busy lock at
  * most, and why: max_wait_us (null: no limit), wait_us (one attempt) and
  * retries (null: for ever), then, for redis.session.lock_wait_time and
- * redis.session.lock_retries, the value the handler uses and its source:
+ * redis.session.lock_retries, the directive's value for the handler (as
+ * set, or this extension's default; wait_us and retries above are what the
+ * handler makes of it: 0 means the default, a wait below 1000 µs is 1000)
+ * and its source:
  * "php.ini" (php.ini, conf.d or -d), "runtime" (ini_set(), .user.ini, a
  * [PATH=]/[HOST=] section, Apache's php_value or php_admin_value), "php-fpm"
  * (the pool's php_value or php_admin_value, or a FastCGI PHP_VALUE) or

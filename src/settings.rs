@@ -76,7 +76,8 @@ pub enum Origin {
 #[derive(Debug)]
 pub struct WaitSource {
     pub name: &'static CStr,
-    /// The value the handler uses: the user's, or this extension's default.
+    /// The directive's value for the handler: the user's, or this extension's
+    /// default (before the rules of [`LockSettings`]: 0 for the default, a floor).
     pub value: i64,
     pub origin: Origin,
     /// What the directive's module registered; `None` where php.ini's value
