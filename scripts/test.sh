@@ -36,7 +36,7 @@ stage_def php85 all "sid + experimental (PHP 8.5): as debian13 (beside the other
 stage_def chaos all "the short chaos run on Redis 7.0, Valkey 8.1 and 9.1"
 stage_def packages all "Debian 12's package, each release's installed on a fresh minimal root"
 stage_def partitions all "network partitions, Redis 7.0 and Valkey 9.1"
-order=(unit links model slow phpize debug redis debian13 php85 valkey valkey9 nodes16 chaos bench packages partitions)
+order=(unit links model slow phpize debug redis valkey9 debian13 php85 valkey nodes16 bench packages chaos partitions)
 
 usage() { die "usage: scripts/test.sh [--all | --only=STAGE[,STAGE...] | --list]"; }
 tier=quick
@@ -132,10 +132,10 @@ finish() {
 # What the run started, stopped however it ends; then the summary, last.
 TLS_BASE=7600
 tls_dir="$ROOT/.cluster/tls-certs"
-roots_pid=
+roots_pid= deb12_pid=
 stop_all() {
     local status=$? pid base
-    for pid in "${bg_pid[@]}" $roots_pid; do kill -- "-$pid" 2>/dev/null || true; done
+    for pid in "${bg_pid[@]}" $roots_pid $deb12_pid; do kill -- "-$pid" 2>/dev/null || true; done
     # Debian 13's and sid's clusters too: their pid files are in this
     # checkout, which their roots mount.
     for base in 7100 7400 7600 7700 7800 7850 8000 8050 8100; do "$ROOT/scripts/cluster.sh" stop redis "$base"; done
@@ -209,31 +209,43 @@ nodes16() {
     "$ROOT/scripts/php-tests.sh" redis 7400 "$ROOT"/php-tests/053-*.phpt
 }
 run_stage nodes16 nodes16
+# Debian 12's package is built while the jobs beside finish (cargo's cache
+# kept between runs: only this crate is built again); the packages stage
+# below installs it, and Debian 13's and sid's, which their stages built.
+if wanted packages; then
+    deb12_log=$(mktemp)
+    logs+=("$deb12_log")
+    CARGO_TARGET_DIR=$CACHE/deb-target setsid "$ROOT/scripts/deb.sh" >"$deb12_log" 2>&1 &
+    deb12_pid=$!
+fi
+# The benchmark at tiny sizes, so it keeps working; it asserts nothing about speed.
+run_stage bench env BENCH_SKIP_SETUP=1 "$ROOT/bench/run.sh" --smoke
 finish debug
 finish debian13
 finish php85
 CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" stop redis "$TLS_BASE"
 
-# The failover chaos test, short: fails on a crash, a hang, a silent failure,
-# an acknowledged update lost in a graceful failover or a lock past its TTL.
-run_stage chaos env CHAOS_SKIP_SETUP=1 "$ROOT/chaos/run.sh" --short redis valkey valkey9
-# The benchmark at tiny sizes, so it keeps working; it asserts nothing about speed.
-run_stage bench env BENCH_SKIP_SETUP=1 "$ROOT/bench/run.sh" --smoke
-
-# Debian 12's package, built with cargo's cache kept between runs (only this
-# crate is built again); Debian 13's and sid's were built by their stages.
-# Then each release's installed on a fresh root of its own.
-roots_status=0
+# Each release's package installed on a fresh minimal root of its own.
+roots_status=0 deb12_status=0
 if [ -n "$roots_pid" ]; then
     wait "$roots_pid" || roots_status=$?
     roots_pid=
 fi
+if [ -n "$deb12_pid" ]; then
+    wait "$deb12_pid" || deb12_status=$?
+    deb12_pid=
+fi
 packages() {
-    CARGO_TARGET_DIR=$CACHE/deb-target "$ROOT/scripts/deb.sh"
+    cat "$deb12_log"
+    [ "$deb12_status" -eq 0 ] || die "Debian 12's package was not built"
     [ "$roots_status" -eq 0 ] || die "making the minimal Debian roots failed: $(cat "$roots_log")"
     "$ROOT/scripts/deb-install-tests.sh"
 }
 run_stage packages packages
+
+# The failover chaos test, short: fails on a crash, a hang, a silent failure,
+# an acknowledged update lost in a graceful failover or a lock past its TTL.
+run_stage chaos env CHAOS_SKIP_SETUP=1 "$ROOT/chaos/run.sh" --short redis valkey valkey9
 
 # The network split between a primary (with the workers on its side) and the
 # rest, one way and both, flapping, a replica cut off, a split mid-migration
