@@ -4,8 +4,9 @@
 # MONITOR checks that every key a lock script touches is among its KEYS, then
 # the ACL user's tests; the cluster is stopped again.
 #   scripts/flavor-tests.sh redis|valkey|valkey9 TEST_BINARY
-# (TEST_BINARY from test_binary in scripts/lib.sh; RCS_TLS_DIR and
-# RCS_TLS_SEEDS name a TLS cluster for the TLS test, which skips without.)
+# (TEST_BINARY from test_binary in scripts/lib.sh; RCS_TLS_DIR names the
+# certificates of scripts/tls-certs.sh and RCS_TLS_SEEDS a TLS cluster, for
+# the tests that need them, which skip without.)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 flavor=${1:?usage: scripts/flavor-tests.sh FLAVOR TEST_BINARY}

@@ -43,13 +43,17 @@ tier=quick
 declare -A only=()
 for arg in "$@"; do
     case $arg in
-        --all) tier=all ;;
+        --all) [ "$tier" = quick ] || usage; tier=all ;;
         --only=*)
+            [ "$tier" = quick ] || usage
             tier=only
             IFS=, read -r -a names <<<"${arg#--only=}"
+            [ ${#names[@]} -gt 0 ] || usage
             for name in "${names[@]}"; do
-                [ -n "${tier_of[$name]:-}" ] || die "no stage '$name' (scripts/test.sh --list)"
+                [ -n "$name" ] && [ -n "${tier_of[$name]:-}" ] || die "no stage '$name' (scripts/test.sh --list)"
                 only[$name]=1
+                # The packages stage installs the packages those two build.
+                [ "$name" != packages ] || only[debian13]=1 only[php85]=1
             done ;;
         --list)
             for name in "${order[@]}"; do printf '%-11s %-6s %s\n' "$name" "${tier_of[$name]}" "${about[$name]}"; done
@@ -69,6 +73,9 @@ wanted() {
 # Each stage's start, with the time the run has taken so far.
 stage() { log "$* (at $((SECONDS / 60)) min $((SECONDS % 60)) s)"; }
 
+# The stages whose runners count their tests: one that counted none ran
+# nothing (a filter or a path that matches no test), which is a failure.
+declare -A runs_tests=([unit]=1 [model]=1 [slow]=1 [redis]=1 [valkey]=1 [valkey9]=1 [nodes16]=1 [debug]=1 [debian13]=1 [php85]=1)
 passed=0 failed=0 failed_stages=() logs=()
 # count STAGE STATUS LOG: adds the tests that LOG's runners counted
 # (run-tests.php's "Tests passed/failed:", cargo test's "test result:"), or
@@ -81,7 +88,11 @@ count() {
         /Tests failed *:/ { sub(/.*Tests failed *: */, ""); f += $1 }
         /^test result: / { p += $4; f += $6 }
         END { print p + 0, f + 0 }' "$log")
-    if [ "$status" -ne 0 ]; then
+    if [ $((p + f)) -eq 0 ] && [ -n "${runs_tests[$stage]:-}" ]; then
+        log "stage $stage ran no test"
+        status=1
+    fi
+    if [ "$status" -ne 0 ] || [ "$f" -gt 0 ]; then
         [ "$f" -gt 0 ] || f=1
         failed_stages+=("$stage")
         log "stage $stage FAILED (the ${tier_of[$stage]} tier's; alone: scripts/test.sh --only=$stage)"
@@ -92,8 +103,11 @@ count() {
 }
 # Prints a stage's output but run-tests.php's progress lines.
 show() { sed -u -E '/^(\[[^]]*\] )?TEST [0-9]+\/[0-9]+/d'; }
-# run_stage STAGE COMMAND...: runs a wanted stage in the foreground (its own
-# errexit intact: a subshell in the background, not a condition) and counts it.
+# run_stage STAGE COMMAND...: runs a wanted stage in the foreground and counts
+# it. The stage is a job of its own: its errexit stays intact (a job, not a
+# condition), and job control gives it a process group that stop_all ends
+# (without it, a job ignores the SIGINT of a Ctrl-C and would run on).
+stage_pid=
 run_stage() {
     local name=$1 log status=0
     shift
@@ -101,14 +115,18 @@ run_stage() {
     stage "$name: ${about[$name]}"
     log=$(mktemp)
     logs+=("$log")
+    set -m
     ("$@" 2>&1 | tee "$log" | show) &
-    wait $! || status=$?
+    stage_pid=$!
+    set +m
+    wait "$stage_pid" || status=$?
+    stage_pid=
     count "$name" "$status" "$log"
 }
 # Stages beside the others: `background STAGE COMMAND...` starts one in a
 # session of its own (so that it can be ended whole), `finish STAGE` waits for
 # it, shows its output and counts it.
-declare -A bg_pid bg_log
+declare -A bg_pid bg_log label=([debian13]="[Debian 13] " [php85]="[PHP 8.5] ")
 background() {
     local name=$1
     shift
@@ -125,7 +143,7 @@ finish() {
     stage "waiting for $name"
     wait "${bg_pid[$name]}" || status=$?
     unset "bg_pid[$name]"
-    show <"${bg_log[$name]}"
+    show <"${bg_log[$name]}" | sed "s/^/${label[$name]:-}/"
     count "$name" "$status" "${bg_log[$name]}"
 }
 
@@ -135,7 +153,7 @@ tls_dir="$ROOT/.cluster/tls-certs"
 roots_pid= deb12_pid=
 stop_all() {
     local status=$? pid base
-    for pid in "${bg_pid[@]}" $roots_pid $deb12_pid; do kill -- "-$pid" 2>/dev/null || true; done
+    for pid in "${bg_pid[@]}" $stage_pid $roots_pid $deb12_pid; do kill -- "-$pid" 2>/dev/null || true; done
     # Debian 13's and sid's clusters too: their pid files are in this
     # checkout, which their roots mount.
     for base in 7100 7400 7600 7700 7800 7850 8000 8050 8100; do "$ROOT/scripts/cluster.sh" stop redis "$base"; done
@@ -179,10 +197,10 @@ background slow "$ROOT/scripts/slow-checks.sh" "$test_bin"
 
 # Debian's redis-server also serves a TLS-only cluster for the TLS test (the
 # Valkey wheel is built without TLS); its certificates are made here.
-if wanted redis || wanted debug; then
-    "$ROOT/scripts/tls-certs.sh" "$tls_dir"
-    CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" start redis "$TLS_BASE"
-fi
+# Every server's suite gets the certificates (052 and 058 make TLS nodes of
+# their own); Redis 7.0's and the debug PHPs' the TLS cluster too.
+if wanted redis || wanted debug || wanted valkey || wanted valkey9; then "$ROOT/scripts/tls-certs.sh" "$tls_dir"; fi
+if wanted redis || wanted debug; then CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" start redis "$TLS_BASE"; fi
 tls=(RCS_TLS_DIR="$tls_dir" RCS_TLS_SEEDS="$(cluster_seeds "$TLS_BASE")")
 # The whole suite on PHP debug builds, NTS and ZTS (built once per machine, in
 # a cache outside the checkout), on a Redis cluster of its own (7700), beside
@@ -190,7 +208,7 @@ tls=(RCS_TLS_DIR="$tls_dir" RCS_TLS_SEEDS="$(cluster_seeds "$TLS_BASE")")
 background debug env "${tls[@]}" "$ROOT/scripts/debug-php-tests.sh" 7700
 # Redis 7.0 and Valkey 9.1 side by side, each on its own ports.
 background redis env "${tls[@]}" "$ROOT/scripts/flavor-tests.sh" redis "$test_bin"
-background valkey9 "$ROOT/scripts/flavor-tests.sh" valkey9 "$test_bin"
+background valkey9 env RCS_TLS_DIR="$tls_dir" "$ROOT/scripts/flavor-tests.sh" valkey9 "$test_bin"
 run_stage unit "$test_bin"
 run_stage links "$ROOT/scripts/check-links.sh"
 run_stage phpize bash -c '"$0/scripts/phpize-build.sh" && "$0/scripts/pie-binaries.sh"' "$ROOT"
@@ -201,7 +219,7 @@ finish valkey9
 # on 8000 and 8050) run beside Valkey 8.1's and the 16 nodes'.
 background debian13 "$ROOT/scripts/debian-root.sh" debian13 run scripts/debian-tests.sh --test-binary="$test_bin"
 background php85 "$ROOT/scripts/debian-root.sh" php85 run scripts/debian-tests.sh --test-binary="$test_bin" 8000
-run_stage valkey "$ROOT/scripts/flavor-tests.sh" valkey "$test_bin"
+run_stage valkey env RCS_TLS_DIR="$tls_dir" "$ROOT/scripts/flavor-tests.sh" valkey "$test_bin"
 # All primaries frozen again, on a 16-node cluster: 8 connections, one budget.
 nodes16() {
     trap 'CLUSTER_NODES=16 "$ROOT/scripts/cluster.sh" stop redis 7400' EXIT

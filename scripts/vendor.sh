@@ -11,11 +11,14 @@ set -euo pipefail
 
 dir=$ROOT/target/vendor
 want=$(sha256sum "$ROOT/Cargo.lock" | cut -d' ' -f1)
+mkdir -p "$(dirname "$dir")"
+# One vendoring at a time per checkout (they would share vendor.new).
+exec 9>"$dir.lock"
+flock 9
 if [ "$(cat "$dir/.cargo-lock-sha256" 2>/dev/null)" != "$want" ]; then
     [ ! -f /srv/debian-root ] || die "the vendored crates are missing or older than Cargo.lock: run scripts/vendor.sh on the host first"
     log "vendoring the crates of Cargo.lock into $dir"
     rm -rf "$dir.new"
-    mkdir -p "$(dirname "$dir")"
     cargo vendor --quiet --locked --versioned-dirs --manifest-path "$ROOT/Cargo.toml" "$dir.new" >/dev/null
     echo "$want" >"$dir.new/.cargo-lock-sha256"
     rm -rf "$dir"

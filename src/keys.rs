@@ -303,7 +303,7 @@ mod tests {
     }
 }
 
-/// Property tests; `scripts/test.sh` runs a million cases of each in release.
+/// Property tests; `scripts/test.sh --all` runs a million cases of each, optimised.
 #[cfg(test)]
 mod fuzz {
     use super::*;

@@ -740,7 +740,7 @@ mod tests {
 }
 
 /// Property tests over random save_paths glued from grammar fragments. The
-/// count is proptest's default; `scripts/test.sh` runs a million in release.
+/// count is proptest's default; `scripts/test.sh --all` runs a million, optimised.
 #[cfg(test)]
 mod fuzz {
     use super::*;

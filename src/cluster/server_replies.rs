@@ -290,8 +290,13 @@ impl OwnNode {
     fn start(name: &str, args: &[&str]) -> OwnNode {
         let server = std::env::var("RCS_SERVER_BIN")
             .expect("RCS_SERVER_BIN=the cluster's redis-server or valkey-server");
-        // A cluster node also listens on its port + 10000.
-        let port = (20000..30000)
+        // A cluster node also listens on its port + 10000. Each process
+        // starts looking elsewhere: test runs side by side (the test command
+        // runs several) would otherwise find the same port free at once.
+        let offset = std::process::id() % 500 * 20;
+        let port = (0..10000)
+            .map(|i| 20000 + (offset + i) % 10000)
+            .map(|port| u16::try_from(port).expect("below 30000"))
             .find(|port| {
                 TcpListener::bind(("127.0.0.1", *port)).is_ok()
                     && TcpListener::bind(("127.0.0.1", port + 10000)).is_ok()

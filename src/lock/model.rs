@@ -1339,7 +1339,7 @@ mod tests {
 
     /// Three clients, one of them taking the lock twice, a crash anywhere.
     #[test]
-    #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
+    #[ignore = "exhaustive, minutes: scripts/test.sh --all runs it, optimised"]
     fn three_clients_and_a_crash() {
         holds(
             "3 clients, 2+1+1 acquisitions, 1 crash, 6 s",
@@ -1350,7 +1350,7 @@ mod tests {
     /// Long enough for the waiters' own entries to expire after a hand-over
     /// to a waiter that died (a lock TTL past the clock's end).
     #[test]
-    #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
+    #[ignore = "exhaustive, minutes: scripts/test.sh --all runs it, optimised"]
     fn a_dead_waiter_handed_the_lock() {
         holds(
             "3 clients, 1 crash, 9 s, 20 s lock",
@@ -1361,7 +1361,7 @@ mod tests {
     /// Replies lost after the server applied the call, twice in a row too,
     /// and locks that expire under their holders.
     #[test]
-    #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
+    #[ignore = "exhaustive, minutes: scripts/test.sh --all runs it, optimised"]
     fn lost_replies_and_expiring_locks() {
         let twice = LockModel {
             lost_replies: 2,
@@ -1382,7 +1382,7 @@ mod tests {
     /// Every way a holder lets go: write, touch, destroy, and release alone
     /// (DELIFEQ first, as with lock_release_cmd=delifeq).
     #[test]
-    #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
+    #[ignore = "exhaustive, minutes: scripts/test.sh --all runs it, optimised"]
     fn every_way_to_let_go() {
         let mut model = LockModel {
             ops: vec![Op::Write, Op::Touch, Op::Destroy, Op::Release],
@@ -1396,7 +1396,7 @@ mod tests {
     /// failover=error: acquire calls that fail for good read the replica
     /// and serve the session read-only (beside a failover in the quick tier).
     #[test]
-    #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
+    #[ignore = "exhaustive, minutes: scripts/test.sh --all runs it, optimised"]
     fn failed_acquires_read_only_from_the_replica() {
         let three = LockModel {
             lost_replies: 2,
@@ -1412,7 +1412,7 @@ mod tests {
     /// (early_refresh) or not; phpredis destroys the session while its lock
     /// is free, leaving the lifetime key behind.
     #[test]
-    #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
+    #[ignore = "exhaustive, minutes: scripts/test.sh --all runs it, optimised"]
     fn session_lifetimes() {
         for refresh in [false, true] {
             let model = LockModel {
@@ -1445,7 +1445,7 @@ mod tests {
     /// its clock a second ahead or behind; acknowledged writes rolled back
     /// are counted without write_replicas and forbidden with it.
     #[test]
-    #[ignore = "exhaustive, minutes: scripts/test.sh runs it in release"]
+    #[ignore = "exhaustive, minutes: scripts/test.sh --all runs it, optimised"]
     fn a_failover() {
         for write_replicas in [false, true] {
             let writes = LockModel {
