@@ -11,7 +11,7 @@ use crate::save_path::Failover;
 /// Every directive with its default: phpredis's `redis.session.*` (registered
 /// by this extension unless phpredis already did; then its values apply) and
 /// this extension's own.
-pub const INI_DEFAULTS: [(&CStr, &CStr); 14] = [
+pub const INI_DEFAULTS: [(&CStr, &CStr); 15] = [
     (c"redis.session.locking_enabled", c"0"),
     (c"redis.session.lock_expire", c"0"),
     (c"redis.session.lock_wait_time", c"20000"),
@@ -25,6 +25,8 @@ pub const INI_DEFAULTS: [(&CStr, &CStr); 14] = [
     (c"rediscluster_session.write_replicas_timeout", c"100"),
     (c"rediscluster_session.lock_wait_notice_ms", c"0"),
     (c"rediscluster_session.max_waiters", c"0"),
+    // Off until a default is picked from measurement (issue 38).
+    (c"rediscluster_session.lock_lease_ms", c"0"),
     (c"rediscluster_session.fallback_max_lag", c"10"),
 ];
 
@@ -189,6 +191,9 @@ pub struct LockSettings {
     /// A request finding this many already waiting for the lock does not
     /// queue; `None` for no cap.
     pub max_waiters: Option<u32>,
+    /// The lock key's lease, renewed while the request lives and never past
+    /// `ttl` from the take; `None`: the lock lives for `ttl` (lease 0).
+    pub lease: Option<Duration>,
 }
 
 impl LockSettings {
@@ -330,6 +335,10 @@ impl LockSettings {
             max_waiters: u32::try_from(ini.long(c"rediscluster_session.max_waiters"))
                 .ok()
                 .filter(|&cap| cap > 0),
+            lease: u64::try_from(ini.long(c"rediscluster_session.lock_lease_ms"))
+                .ok()
+                .filter(|&ms| ms > 0)
+                .map(Duration::from_millis),
         }
     }
 }
@@ -542,6 +551,20 @@ mod tests {
         .unwrap();
         assert_eq!(lock.ttl, Duration::from_secs(3));
         assert_eq!(lock.retries, Some(5));
+    }
+
+    #[test]
+    fn the_lease_is_off_unless_positive() {
+        let load = |ms: &'static str| {
+            let set = [
+                (c"redis.session.locking_enabled", "1"),
+                (c"rediscluster_session.lock_lease_ms", ms),
+            ];
+            Settings::load(&ini(&set), Failover::None).lock.unwrap().lease
+        };
+        assert_eq!(load("0"), None);
+        assert_eq!(load("-5"), None);
+        assert_eq!(load("1500"), Some(Duration::from_millis(1500)));
     }
 
     /// PHP's INI with phpredis 5.3's registered lock defaults, where the

@@ -107,6 +107,14 @@ pub trait SessionStore {
     fn delete_acked(&mut self, keys: &[&[u8]], ack: ReplicaAck) -> Result<u32>;
 }
 
+/// What a plain take of the lock read.
+pub struct PlainRead {
+    /// The session (`None`: missing).
+    pub data: Option<Vec<u8>>,
+    /// The log of savers (`None`: none, or not asked for).
+    pub done: Option<Vec<u8>>,
+}
+
 /// What the lock protocol needs. All keys of one call share one slot.
 pub trait LockStore {
     /// Runs a script on the primary of its keys' slot (EVALSHA, then EVAL on NOSCRIPT).
@@ -122,16 +130,18 @@ pub trait LockStore {
     ) -> Result<(Reply, u32)>;
     /// `SET lock secret NX PX ttl` and GET of `data` in one round trip (never
     /// GETEX: a session's own lifetime, unknown here, sets its TTL, so the
-    /// save renews it): the data when the lock was free and is now ours,
-    /// `None` when it was busy or the slot is moving (a migration may split
-    /// the two; the caller's next acquire recognises the secret if the SET ran).
+    /// save renews it), and GET of `done` when given: what was read when the
+    /// lock was free and is now ours, `None` when it was busy or the slot is
+    /// moving (a migration may split them; the caller's next acquire
+    /// recognises the secret if the SET ran).
     fn lock_and_read(
         &mut self,
         lock: &[u8],
         secret: &[u8],
         lock_ttl: Duration,
         data: &[u8],
-    ) -> Result<Option<Option<Vec<u8>>>>;
+        done: Option<&[u8]>,
+    ) -> Result<Option<PlainRead>>;
     /// BLPOP: blocks up to `timeout` for an element on the list and returns it.
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>>;
     /// DELEX/DELIFEQ compare-and-delete, with ZCARD of `queue` in the same
@@ -692,29 +702,35 @@ impl LockStore for ClusterStore {
         secret: &[u8],
         lock_ttl: Duration,
         data: &[u8],
-    ) -> Result<Option<Option<Vec<u8>>>> {
+        done: Option<&[u8]>,
+    ) -> Result<Option<PlainRead>> {
         let lock_ms = u64::try_from(lock_ttl.as_millis())
             .unwrap_or(u64::MAX)
             .max(1);
         let lock_ms = Decimal::from(lock_ms);
         let mut packed = packed(&[b"SET", lock, secret, b"NX", b"PX", lock_ms.as_bytes()]);
         pack(&mut packed, &[b"GET", data]);
-        let mut replies = self
-            .send(lock, &packed, 2, Duration::ZERO, false)?
-            .into_iter();
-        let (Some(set), Some(read)) = (replies.next(), replies.next()) else {
+        if let Some(done) = done {
+            pack(&mut packed, &[b"GET", done]);
+        }
+        let count = 2 + usize::from(done.is_some());
+        let replies = self.send(lock, &packed, count, Duration::ZERO, false)?;
+        if replies.len() != count {
             bail!("missing reply to SET NX and GET");
-        };
-        if is_redirect(&set) || is_redirect(&read) {
+        }
+        if replies.iter().any(is_redirect) {
             return Ok(None);
         }
-        let taken = reply(Some(set))? == Reply::Status;
-        match reply(Some(read))? {
-            _ if !taken => Ok(None),
-            Reply::Data(bytes) => Ok(Some(Some(bytes))),
-            Reply::Nil => Ok(Some(None)),
+        let mut replies = replies.into_iter();
+        let taken = reply(replies.next())? == Reply::Status;
+        let mut string = || match reply(replies.next())? {
+            Reply::Data(bytes) => Ok(Some(bytes)),
+            Reply::Nil => Ok(None),
             other => Err(unexpected("GET", &other)),
-        }
+        };
+        let data = string()?;
+        let done = if done.is_some() { string()? } else { None };
+        Ok(taken.then_some(PlainRead { data, done }))
     }
 
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>> {

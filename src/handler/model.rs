@@ -38,7 +38,7 @@ use crate::request;
 use crate::save_path::Failover;
 use crate::script::LuaScript;
 use crate::settings::{INI_DEFAULTS, IniSource, ReleaseCommand, ReplicaAck, Settings};
-use crate::store::{DataAndLifetime, LockStore, Reply, SessionStore, whole_seconds};
+use crate::store::{DataAndLifetime, LockStore, PlainRead, Reply, SessionStore, whole_seconds};
 
 const GC_MAXLIFETIME: u64 = 1440;
 const PREFIX: &[u8] = b"PHPREDIS_SESSION:";
@@ -202,12 +202,18 @@ impl LockStore for Node {
         secret: &[u8],
         ttl: Duration,
         data: &[u8],
-    ) -> Result<Option<Option<Vec<u8>>>> {
+        done: Option<&[u8]>,
+    ) -> Result<Option<PlainRead>> {
         let ms = ttl.as_millis().to_string();
         if self.call(&[b"SET", lock, secret, b"NX", b"PX", ms.as_bytes()])? != Reply::Status {
             return Ok(None);
         }
-        Ok(Some(self.value(data)?))
+        let data = self.value(data)?;
+        let done = match done {
+            Some(done) => self.value(done)?,
+            None => None,
+        };
+        Ok(Some(PlainRead { data, done }))
     }
 
     /// One process: nobody else hands the lock over.

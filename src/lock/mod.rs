@@ -40,7 +40,7 @@ use crate::lifetime::{Change, Lifetime};
 use crate::script::LuaScript;
 use crate::settings::{LockSettings, ReleaseCommand, ReplicaAck};
 use crate::stats;
-use crate::store::{LockStore, Reply, whole_seconds};
+use crate::store::{LockStore, PlainRead, Reply, whole_seconds};
 
 #[cfg(test)]
 pub(crate) mod model;
@@ -49,8 +49,8 @@ mod scripts;
 #[cfg(test)]
 pub(crate) use scripts::SCRIPTS;
 use scripts::{
-    ACQUIRE_AND_READ, DESTROY_AND_RELEASE, READ_AND_RENEW, RELEASE, TOUCH_AND_RELEASE,
-    WRITE_AND_RELEASE,
+    ACQUIRE_AND_READ, DESTROY_AND_RELEASE, READ_AND_RENEW, RELEASE, RENEW_LEASE,
+    TOUCH_AND_RELEASE, WRITE_AND_RELEASE,
 };
 
 /// How long a waiter has to take a lock handed to it before the next one may
@@ -69,11 +69,24 @@ pub struct HeldLock {
     pub keys: LockKeys,
     secret: String,
     release: ReleaseCommand,
-    /// The lock's TTL in ms, as the scripts take it.
-    lock_ms: String,
+    /// `lock_expire` in ms, as the scripts take it: the lock's TTL without a
+    /// lease, and how long a save keeps the log of savers.
+    expire_ms: String,
     /// The log of savers (`<lock>_DONE`, empty: none) when the data was
     /// read, `None` if unknown: the write stores only if no save came since.
     fence: Option<Vec<u8>>,
+    /// The lease the lock key has (`None`: it lives for `lock_expire`).
+    lease: Option<Duration>,
+    /// `lock_expire`: the lease is renewed, or the lock re-taken, only
+    /// this long after `taken_at`.
+    lock_expire: Duration,
+    /// Before the call that took the lock was sent (for a hand-over, the
+    /// attempt before the BLPOP that brought it): never later than the take.
+    taken_at: Instant,
+    /// The take stretched the log of savers to `lock_expire` (a script
+    /// take or a queueing, with a lease): an empty fence proves then that
+    /// nobody saved since. The plain `SET NX` cannot.
+    fence_lasts: bool,
     /// The session's own lifetime as the acquire script read it; `None` also
     /// when the lock came by a hand-over, which does not carry it.
     pub lifetime: Option<Lifetime>,
@@ -104,7 +117,7 @@ impl HeldLock {
         ])
     }
 
-    /// Calls `call` with the script and arguments of a save (see
+    /// Calls `call` with the script and arguments of a save at `now` (see
     /// [`save_and_release`]). A session the lock found missing keeps no
     /// lifetime a leftover key may still hold (phpredis's destroy leaves it):
     /// an id made again starts afresh.
@@ -114,6 +127,7 @@ impl HeldLock {
         data: &[u8],
         ttl: Duration,
         lifetime: Change,
+        now: Instant,
         call: impl FnOnce(&LuaScript, &[&[u8]]) -> R,
     ) -> R {
         let ttl = whole_seconds(ttl).to_string();
@@ -123,24 +137,64 @@ impl HeldLock {
         }
         .script_arg();
         let secret = self.secret.as_bytes();
+        let fence = self.fence.as_deref().unwrap_or(UNKNOWN_WRITER);
+        let expire_ms = self.expire_ms.as_bytes();
+        let retake_ms = self.retake_ms(now);
+        let retake = retake_ms.as_ref().map(String::as_bytes);
         match save {
             Save::Write => {
-                let fence = self.fence.as_deref().unwrap_or(UNKNOWN_WRITER);
-                let lock_ms = self.lock_ms.as_bytes();
-                let args: [&[u8]; 6] = [secret, data, ttl.as_bytes(), lock_ms, fence, &lifetime];
-                call(&WRITE_AND_RELEASE, &args)
+                let args: [&[u8]; 6] = [secret, data, ttl.as_bytes(), expire_ms, fence, &lifetime];
+                with_lease_args(&args, retake.map(|ms| [ms]), |args| {
+                    call(&WRITE_AND_RELEASE, args)
+                })
             }
-            Save::Touch => call(
-                &TOUCH_AND_RELEASE,
-                &[
-                    secret,
-                    data,
-                    ttl.as_bytes(),
-                    &lifetime,
-                    self.lock_ms.as_bytes(),
-                ],
-            ),
+            Save::Touch => {
+                let args: [&[u8]; 5] = [secret, data, ttl.as_bytes(), &lifetime, expire_ms];
+                with_lease_args(&args, retake.map(|ms| [ms, fence]), |args| {
+                    call(&TOUCH_AND_RELEASE, args)
+                })
+            }
         }
+    }
+
+    /// Calls `call` with the arguments of [`DESTROY_AND_RELEASE`] at `now`.
+    pub(crate) fn destroy_call<R>(&self, now: Instant, call: impl FnOnce(&[&[u8]]) -> R) -> R {
+        let fence = self.fence.as_deref().unwrap_or(UNKNOWN_WRITER);
+        let args: [&[u8]; 2] = [self.secret.as_bytes(), self.expire_ms.as_bytes()];
+        let retake_ms = self.retake_ms(now);
+        let retake = retake_ms.as_ref().map(|ms| [ms.as_bytes(), fence]);
+        with_lease_args(&args, retake, call)
+    }
+
+    /// The re-take argument of a save at `now`, with a lease only: what is
+    /// left of `lock_expire` in ms, or "0" when no re-take may be asked
+    /// (past `lock_expire`, no fence, or an empty fence that may have
+    /// expired: see [`Self::fence_lasts`]).
+    fn retake_ms(&self, now: Instant) -> Option<String> {
+        self.lease?;
+        let provable = match self.fence.as_deref() {
+            Some(fence) => !fence.is_empty() || self.fence_lasts,
+            None => false,
+        };
+        let left = renewal_ttl(self.lock_expire, self.taken_at, self.lock_expire, now)
+            .filter(|_| provable)
+            .map_or(0, |left| left.as_millis());
+        Some(left.to_string())
+    }
+
+    /// What the watchdog needs to renew this lock's lease; `None` without one.
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "the watchdog (issue 38, items 4 and 5) calls it")
+    )]
+    pub(crate) fn lease(&self) -> Option<Lease> {
+        Some(Lease {
+            lock: self.keys.lock.clone(),
+            secret: self.secret.clone(),
+            lease: self.lease?,
+            taken_at: self.taken_at,
+            lock_expire: self.lock_expire,
+        })
     }
 
     /// Held by the process this one was forked from.
@@ -156,6 +210,70 @@ impl HeldLock {
     #[cfg(test)]
     pub(crate) fn secret(&self) -> &str {
         &self.secret
+    }
+}
+
+/// Calls `call` with `args`, followed with a lease by `lease_args` (the
+/// scripts read their absence as no lease, so that without one the calls
+/// are today's, byte for byte).
+fn with_lease_args<R, const N: usize>(
+    args: &[&[u8]],
+    lease_args: Option<[&[u8]; N]>,
+    call: impl FnOnce(&[&[u8]]) -> R,
+) -> R {
+    match lease_args {
+        None => call(args),
+        Some(more) => call(&[args, &more].concat()),
+    }
+}
+
+/// The TTL a lease renewed at `now` gets: the lease, cut to what is left of
+/// `lock_expire` since `taken_at`; `None` once nothing (under 1 ms) is left,
+/// when the renewals stop and the lock lapses.
+pub(crate) fn renewal_ttl(
+    lease: Duration,
+    taken_at: Instant,
+    lock_expire: Duration,
+    now: Instant,
+) -> Option<Duration> {
+    let left = lock_expire.checked_sub(now.saturating_duration_since(taken_at))?;
+    let left = Duration::from_millis(u64::try_from(left.as_millis()).unwrap_or(u64::MAX));
+    (!left.is_zero()).then(|| left.min(lease))
+}
+
+/// A held lock's lease, as the watchdog renews it. No `Debug` outside
+/// tests: the secret must never be printed.
+#[cfg_attr(test, derive(Debug))]
+pub(crate) struct Lease {
+    /// The lock key: the node that serves its slot gets the renewal.
+    pub lock: Vec<u8>,
+    secret: String,
+    lease: Duration,
+    taken_at: Instant,
+    lock_expire: Duration,
+}
+
+#[cfg_attr(
+    not(test),
+    expect(dead_code, reason = "the watchdog (issue 38, items 4 and 5) calls it")
+)]
+impl Lease {
+    /// Calls `call` with [`RENEW_LEASE`], its keys and arguments for a
+    /// renewal sent at `now`; `None` once `lock_expire` has passed since the
+    /// take: the lock then lapses, as without a lease. Its reply is 1 while
+    /// the lock is still this holder's.
+    pub(crate) fn renewal_call<R>(
+        &self,
+        now: Instant,
+        call: impl FnOnce(&LuaScript, &[&[u8]], &[&[u8]]) -> R,
+    ) -> Option<R> {
+        let ttl = renewal_ttl(self.lease, self.taken_at, self.lock_expire, now)?;
+        let ttl_ms = millis(ttl).to_string();
+        Some(call(
+            &RENEW_LEASE,
+            &[&self.lock],
+            &[self.secret.as_bytes(), ttl_ms.as_bytes()],
+        ))
     }
 }
 
@@ -231,6 +349,12 @@ fn millis(duration: Duration) -> u64 {
 #[cfg_attr(test, derive(Clone, Debug, PartialEq, Eq, Hash))]
 pub(crate) struct Acquisition {
     held: HeldLock,
+    /// The TTL a take gives the lock: the lease, at most `lock_expire`.
+    take_ttl: Duration,
+    take_ms: String,
+    /// With a lease, the TTL a hand-over gives this waiter: the lease and
+    /// the BLPOP piece in which it learns of it, at most `lock_expire`.
+    handed_ms: Option<String>,
     refresh_s: String,
     /// `max_waiters`, 0 for no cap, and whether a rejection reads the data.
     max_waiters: u32,
@@ -268,14 +392,23 @@ impl Acquisition {
         refresh: Option<Duration>,
         secret: String,
     ) -> Self {
+        let take_ttl = lock.lease.map_or(lock.ttl, |lease| lease.min(lock.ttl));
+        let handed = |lease: Duration| lease.saturating_add(HAND_OVER_TIMEOUT).min(lock.ttl);
         Acquisition {
             wait_list: keys.next(&secret),
+            take_ttl,
+            take_ms: millis(take_ttl).to_string(),
+            handed_ms: lock.lease.map(|lease| millis(handed(lease)).to_string()),
             held: HeldLock {
                 keys,
                 secret,
                 release: lock.release,
-                lock_ms: millis(lock.ttl).to_string(),
+                expire_ms: millis(lock.ttl).to_string(),
                 fence: None,
+                lease: lock.lease,
+                lock_expire: lock.ttl,
+                taken_at: Instant::now(),
+                fence_lasts: lock.lease.is_some(),
                 lifetime: None,
                 read_nothing: false,
                 pid: std::process::id(),
@@ -298,6 +431,7 @@ impl Acquisition {
         wait: Duration,
         read_if_busy: bool,
     ) -> Result<Attempt> {
+        self.taking_at(Instant::now());
         let reply = self.attempt_call(wait, read_if_busy, |keys, args| {
             store.eval(&ACQUIRE_AND_READ, keys, args)
         })?;
@@ -320,8 +454,23 @@ impl Acquisition {
         let hand_over_ms = millis(HAND_OVER_TIMEOUT).to_string();
         let max_waiters = self.max_waiters.to_string();
         let keys = &self.held.keys;
-        call(
-            &[
+        let lease_args = self
+            .handed_ms
+            .as_ref()
+            .map(|handed_ms| [self.held.expire_ms.as_bytes(), handed_ms.as_bytes()]);
+        let args: [&[u8]; 10] = [
+            self.held.secret.as_bytes(),
+            self.take_ms.as_bytes(),
+            self.refresh_s.as_bytes(),
+            if read_if_busy { b"1" } else { b"0" },
+            wait_ms.as_bytes(),
+            hand_over_ms.as_bytes(),
+            suspect.as_bytes(),
+            if self.queued { b"1" } else { b"0" },
+            max_waiters.as_bytes(),
+            if self.read_if_rejected { b"1" } else { b"0" },
+        ];
+        let keys: [&[u8]; 8] = [
                 &keys.data,
                 &keys.lock,
                 keys.queue(),
@@ -330,20 +479,14 @@ impl Acquisition {
                 suspect_list,
                 keys.done(),
                 keys.lifetime(),
-            ],
-            &[
-                self.held.secret.as_bytes(),
-                self.held.lock_ms.as_bytes(),
-                self.refresh_s.as_bytes(),
-                if read_if_busy { b"1" } else { b"0" },
-                wait_ms.as_bytes(),
-                hand_over_ms.as_bytes(),
-                suspect.as_bytes(),
-                if self.queued { b"1" } else { b"0" },
-                max_waiters.as_bytes(),
-                if self.read_if_rejected { b"1" } else { b"0" },
-            ],
-        )
+        ];
+        with_lease_args(&args, lease_args, |args| call(&keys, args))
+    }
+
+    /// Marks the call about to take the lock as sent at `at`: a lease is
+    /// renewed, or the lock re-taken, within `lock_expire` of the last one.
+    pub(crate) fn taking_at(&mut self, at: Instant) {
+        self.held.taken_at = at;
     }
 
     /// What an attempt's reply says; learns whom to wait behind and whom to suspect.
@@ -394,17 +537,28 @@ impl Acquisition {
     /// fence: only a hand-over to a queue entry could give a lock this
     /// secret again after a failover undid the take, and this acquisition
     /// has not queued.
-    fn lock_and_read(
-        &mut self,
-        store: &mut impl LockStore,
-        ttl: Duration,
-    ) -> Result<Option<Option<Vec<u8>>>> {
+    fn lock_and_read(&mut self, store: &mut impl LockStore) -> Result<Option<Option<Vec<u8>>>> {
+        self.taking_at(Instant::now());
         let keys = &self.held.keys;
-        let read = store.lock_and_read(&keys.lock, self.held.secret.as_bytes(), ttl, &keys.data)?;
-        if let Some(data) = &read {
-            self.read(data, false);
+        let read = store.lock_and_read(
+            &keys.lock,
+            self.held.secret.as_bytes(),
+            self.take_ttl,
+            &keys.data,
+            self.held.lease.map(|_| keys.done()),
+        )?;
+        Ok(read.map(|read| self.plain_read(read)))
+    }
+
+    /// What the plain take read: the data. With a lease it learnt the log of
+    /// savers too, the fence a re-take needs.
+    pub(crate) fn plain_read(&mut self, read: PlainRead) -> Option<Vec<u8>> {
+        if self.held.lease.is_some() {
+            self.held.read_after(read.done);
         }
-        Ok(read)
+        self.held.fence_lasts = false;
+        self.read(&read.data, false);
+        read.data
     }
 
     /// Blocks up to `timeout` for the lock to be handed to us: the data if it
@@ -475,7 +629,7 @@ pub fn acquire_and_read(
     let started = Instant::now();
     let mut acquisition = Acquisition::new(keys, lock, refresh)?;
     if plain_first {
-        match acquisition.lock_and_read(store, lock.ttl) {
+        match acquisition.lock_and_read(store) {
             Ok(Some(data)) => {
                 stats::lock_attempt(true, Duration::ZERO);
                 return Ok((
@@ -636,9 +790,10 @@ pub fn save_and_release(
     ack: Option<ReplicaAck>,
 ) -> Result<Released> {
     let ack = ack.filter(|_| matches!(save, Save::Write));
-    let (released, acked) = held.save_call(save, data, ttl, lifetime, |script, args| {
-        run_release(store, script, held, args, ack)
-    })?;
+    let (released, acked) =
+        held.save_call(save, data, ttl, lifetime, Instant::now(), |script, args| {
+            run_release(store, script, held, args, ack)
+        })?;
     if released.ours {
         stats::released(ReleaseCommand::Eval);
         if let (Some(ack), Some(acked)) = (ack, acked) {
@@ -674,8 +829,9 @@ pub fn destroy_and_release(
     held: &HeldLock,
     ack: Option<ReplicaAck>,
 ) -> Result<(Released, Option<u32>)> {
-    let args: [&[u8]; 2] = [held.secret.as_bytes(), held.lock_ms.as_bytes()];
-    let (released, acked) = run_release(store, &DESTROY_AND_RELEASE, held, &args, ack)?;
+    let (released, acked) = held.destroy_call(Instant::now(), |args| {
+        run_release(store, &DESTROY_AND_RELEASE, held, args, ack)
+    })?;
     if released.ours {
         stats::released(ReleaseCommand::Eval);
     }
@@ -850,7 +1006,8 @@ mod tests {
             _: &[u8],
             _: Duration,
             _: &[u8],
-        ) -> Result<Option<Option<Vec<u8>>>> {
+            _: Option<&[u8]>,
+        ) -> Result<Option<PlainRead>> {
             self.plain_tries += 1;
             Ok(None)
         }
@@ -883,6 +1040,7 @@ mod tests {
             release: ReleaseCommand::Eval,
             wait_notice: None,
             max_waiters: None,
+            lease: None,
         }
     }
 
@@ -995,6 +1153,7 @@ mod cluster_tests {
             release: ReleaseCommand::Eval,
             wait_notice: None,
             max_waiters: None,
+            lease: None,
         }
     }
 
