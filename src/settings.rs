@@ -560,7 +560,10 @@ mod tests {
                 (c"redis.session.locking_enabled", "1"),
                 (c"rediscluster_session.lock_lease_ms", ms),
             ];
-            Settings::load(&ini(&set), Failover::None).lock.unwrap().lease
+            Settings::load(&ini(&set), Failover::None)
+                .lock
+                .unwrap()
+                .lease
         };
         assert_eq!(load("0"), None);
         assert_eq!(load("-5"), None);

@@ -130,17 +130,18 @@ pub trait LockStore {
     ) -> Result<(Reply, u32)>;
     /// `SET lock secret NX PX ttl` and GET of `data` in one round trip (never
     /// GETEX: a session's own lifetime, unknown here, sets its TTL, so the
-    /// save renews it), and GET of `done` when given: what was read when the
-    /// lock was free and is now ours, `None` when it was busy or the slot is
-    /// moving (a migration may split them; the caller's next acquire
-    /// recognises the secret if the SET ran).
+    /// save renews it), and with a lease, `done` (the log of savers) read and
+    /// made to last at least `lock_expire` (`PEXPIRE … GT`: a re-take's
+    /// fence): what was read when the lock was free and is now ours, `None`
+    /// when it was busy or the slot is moving (a migration may split them;
+    /// the caller's next acquire recognises the secret if the SET ran).
     fn lock_and_read(
         &mut self,
         lock: &[u8],
         secret: &[u8],
         lock_ttl: Duration,
         data: &[u8],
-        done: Option<&[u8]>,
+        done: Option<(&[u8], Duration)>,
     ) -> Result<Option<PlainRead>>;
     /// BLPOP: blocks up to `timeout` for an element on the list and returns it.
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>>;
@@ -702,18 +703,22 @@ impl LockStore for ClusterStore {
         secret: &[u8],
         lock_ttl: Duration,
         data: &[u8],
-        done: Option<&[u8]>,
+        done: Option<(&[u8], Duration)>,
     ) -> Result<Option<PlainRead>> {
-        let lock_ms = u64::try_from(lock_ttl.as_millis())
-            .unwrap_or(u64::MAX)
-            .max(1);
-        let lock_ms = Decimal::from(lock_ms);
+        let ms = |ttl: Duration| {
+            Decimal::from(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1))
+        };
+        let lock_ms = ms(lock_ttl);
         let mut packed = packed(&[b"SET", lock, secret, b"NX", b"PX", lock_ms.as_bytes()]);
         pack(&mut packed, &[b"GET", data]);
-        if let Some(done) = done {
+        if let Some((done, lock_expire)) = done {
             pack(&mut packed, &[b"GET", done]);
+            pack(
+                &mut packed,
+                &[b"PEXPIRE", done, ms(lock_expire).as_bytes(), b"GT"],
+            );
         }
-        let count = 2 + usize::from(done.is_some());
+        let count = 2 + 2 * usize::from(done.is_some());
         let replies = self.send(lock, &packed, count, Duration::ZERO, false)?;
         if replies.len() != count {
             bail!("missing reply to SET NX and GET");

@@ -202,7 +202,7 @@ impl LockStore for Node {
         secret: &[u8],
         ttl: Duration,
         data: &[u8],
-        done: Option<&[u8]>,
+        done: Option<(&[u8], Duration)>,
     ) -> Result<Option<PlainRead>> {
         let ms = ttl.as_millis().to_string();
         if self.call(&[b"SET", lock, secret, b"NX", b"PX", ms.as_bytes()])? != Reply::Status {
@@ -210,7 +210,11 @@ impl LockStore for Node {
         }
         let data = self.value(data)?;
         let done = match done {
-            Some(done) => self.value(done)?,
+            Some((done, lock_expire)) => {
+                let expire_ms = lock_expire.as_millis().to_string();
+                self.call(&[b"PEXPIRE", done, expire_ms.as_bytes(), b"GT"])?;
+                self.value(done)?
+            }
             None => None,
         };
         Ok(Some(PlainRead { data, done }))

@@ -49,8 +49,8 @@ mod scripts;
 #[cfg(test)]
 pub(crate) use scripts::SCRIPTS;
 use scripts::{
-    ACQUIRE_AND_READ, DESTROY_AND_RELEASE, READ_AND_RENEW, RELEASE, RENEW_LEASE,
-    TOUCH_AND_RELEASE, WRITE_AND_RELEASE,
+    ACQUIRE_AND_READ, DESTROY_AND_RELEASE, READ_AND_RENEW, RELEASE, RENEW_LEASE, TOUCH_AND_RELEASE,
+    WRITE_AND_RELEASE,
 };
 
 /// How long a waiter has to take a lock handed to it before the next one may
@@ -83,9 +83,13 @@ pub struct HeldLock {
     /// Before the call that took the lock was sent (for a hand-over, the
     /// attempt before the BLPOP that brought it): never later than the take.
     taken_at: Instant,
-    /// The take stretched the log of savers to `lock_expire` (a script
-    /// take or a queueing, with a lease): an empty fence proves then that
-    /// nobody saved since. The plain `SET NX` cannot.
+    /// With a lease, the log of savers at the read, which a re-take must
+    /// find unchanged (the plain take learns it, but keeps no `fence`: as
+    /// without a lease, nothing can hand its lock back).
+    retake_fence: Option<Vec<u8>>,
+    /// The take made the log of savers last until `lock_expire` (a script
+    /// take or a queueing, with a lease): an empty one proves then that
+    /// nobody saved since. The plain take stretches only a log that exists.
     fence_lasts: bool,
     /// The session's own lifetime as the acquire script read it; `None` also
     /// when the lock came by a hand-over, which does not carry it.
@@ -137,33 +141,34 @@ impl HeldLock {
         }
         .script_arg();
         let secret = self.secret.as_bytes();
-        let fence = self.fence.as_deref().unwrap_or(UNKNOWN_WRITER);
         let expire_ms = self.expire_ms.as_bytes();
         let retake_ms = self.retake_ms(now);
-        let retake = retake_ms.as_ref().map(String::as_bytes);
+        let retake = self.retake_args(&retake_ms);
         match save {
             Save::Write => {
+                let fence = self.fence.as_deref().unwrap_or(UNKNOWN_WRITER);
                 let args: [&[u8]; 6] = [secret, data, ttl.as_bytes(), expire_ms, fence, &lifetime];
-                with_lease_args(&args, retake.map(|ms| [ms]), |args| {
-                    call(&WRITE_AND_RELEASE, args)
-                })
+                with_lease_args(&args, retake, |args| call(&WRITE_AND_RELEASE, args))
             }
             Save::Touch => {
                 let args: [&[u8]; 5] = [secret, data, ttl.as_bytes(), &lifetime, expire_ms];
-                with_lease_args(&args, retake.map(|ms| [ms, fence]), |args| {
-                    call(&TOUCH_AND_RELEASE, args)
-                })
+                with_lease_args(&args, retake, |args| call(&TOUCH_AND_RELEASE, args))
             }
         }
     }
 
+    /// A save's re-take arguments, with a lease: `retake_ms` (see
+    /// [`Self::retake_ms`]) and the log of savers at the read.
+    fn retake_args<'a>(&'a self, retake_ms: &'a Option<String>) -> Option<[&'a [u8]; 2]> {
+        let fence = self.retake_fence.as_deref().unwrap_or(UNKNOWN_WRITER);
+        retake_ms.as_ref().map(|ms| [ms.as_bytes(), fence])
+    }
+
     /// Calls `call` with the arguments of [`DESTROY_AND_RELEASE`] at `now`.
     pub(crate) fn destroy_call<R>(&self, now: Instant, call: impl FnOnce(&[&[u8]]) -> R) -> R {
-        let fence = self.fence.as_deref().unwrap_or(UNKNOWN_WRITER);
         let args: [&[u8]; 2] = [self.secret.as_bytes(), self.expire_ms.as_bytes()];
         let retake_ms = self.retake_ms(now);
-        let retake = retake_ms.as_ref().map(|ms| [ms.as_bytes(), fence]);
-        with_lease_args(&args, retake, call)
+        with_lease_args(&args, self.retake_args(&retake_ms), call)
     }
 
     /// The re-take argument of a save at `now`, with a lease only: what is
@@ -172,7 +177,7 @@ impl HeldLock {
     /// expired: see [`Self::fence_lasts`]).
     fn retake_ms(&self, now: Instant) -> Option<String> {
         self.lease?;
-        let provable = match self.fence.as_deref() {
+        let provable = match self.retake_fence.as_deref() {
             Some(fence) => !fence.is_empty() || self.fence_lasts,
             None => false,
         };
@@ -205,6 +210,9 @@ impl HeldLock {
     /// Remembers who wrote last when the data was read under this lock.
     fn read_after(&mut self, writer: Option<Vec<u8>>) {
         self.fence = Some(writer.unwrap_or_default());
+        if self.lease.is_some() {
+            self.retake_fence.clone_from(&self.fence);
+        }
     }
 
     #[cfg(test)]
@@ -408,6 +416,7 @@ impl Acquisition {
                 lease: lock.lease,
                 lock_expire: lock.ttl,
                 taken_at: Instant::now(),
+                retake_fence: None,
                 fence_lasts: lock.lease.is_some(),
                 lifetime: None,
                 read_nothing: false,
@@ -471,14 +480,14 @@ impl Acquisition {
             if self.read_if_rejected { b"1" } else { b"0" },
         ];
         let keys: [&[u8]; 8] = [
-                &keys.data,
-                &keys.lock,
-                keys.queue(),
-                keys.waiters(),
-                &self.wait_list,
-                suspect_list,
-                keys.done(),
-                keys.lifetime(),
+            &keys.data,
+            &keys.lock,
+            keys.queue(),
+            keys.waiters(),
+            &self.wait_list,
+            suspect_list,
+            keys.done(),
+            keys.lifetime(),
         ];
         with_lease_args(&args, lease_args, |args| call(&keys, args))
     }
@@ -545,7 +554,9 @@ impl Acquisition {
             self.held.secret.as_bytes(),
             self.take_ttl,
             &keys.data,
-            self.held.lease.map(|_| keys.done()),
+            self.held
+                .lease
+                .map(|_| (keys.done(), self.held.lock_expire)),
         )?;
         Ok(read.map(|read| self.plain_read(read)))
     }
@@ -554,7 +565,7 @@ impl Acquisition {
     /// savers too, the fence a re-take needs.
     pub(crate) fn plain_read(&mut self, read: PlainRead) -> Option<Vec<u8>> {
         if self.held.lease.is_some() {
-            self.held.read_after(read.done);
+            self.held.retake_fence = Some(read.done.unwrap_or_default());
         }
         self.held.fence_lasts = false;
         self.read(&read.data, false);
@@ -592,6 +603,9 @@ impl Acquisition {
         }
         self.queued = false;
         self.held.fence = writer.map(<[u8]>::to_vec);
+        if self.held.lease.is_some() {
+            self.held.retake_fence.clone_from(&self.held.fence);
+        }
         self.read(&data, self.refresh_s != "0");
         Ok(Some(data))
     }
@@ -1006,7 +1020,7 @@ mod tests {
             _: &[u8],
             _: Duration,
             _: &[u8],
-            _: Option<&[u8]>,
+            _: Option<(&[u8], Duration)>,
         ) -> Result<Option<PlainRead>> {
             self.plain_tries += 1;
             Ok(None)

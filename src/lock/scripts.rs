@@ -182,8 +182,9 @@ end
 /// unknown): nobody saved since. Sound because the log never returns to an
 /// earlier value (every save puts a fresh secret at its head) and, for an
 /// empty fence, because the take stretched the log, even an empty one, to
-/// that holder's `lock_expire`, which later saves keep (the client asks no
-/// re-take with an empty fence from the plain `SET NX`, which cannot).
+/// that holder's `lock_expire`, which later saves keep (the plain take
+/// stretches only a log that exists: the client asks no re-take with an
+/// empty fence from it).
 macro_rules! retake_lua {
     () => {
         "(not owner and retake_ms and tonumber(retake_ms) > 0 and retake_fence ~= '?'
@@ -265,7 +266,9 @@ if not owner or owner == secret then
   -- The log of savers is our fence: it lives as long as our lock, or with
   -- a lease as long as we may re-take it.
   if cap_ms then
-  ", stretch_done_lua!(), r"  else
+  ",
+    stretch_done_lua!(),
+    r"  else
     redis.call('PEXPIRE', done, lock_ms, 'GT')
   end
   redis.call('HDEL', waiters, secret)
@@ -306,7 +309,9 @@ if wait_ms > 0 then
   if rank > 0 then ahead = redis.call('ZRANGE', queue, rank - 1, rank - 1)[1] end
   -- A hand-over carries the log as our fence: it must outlast our lease.
   if cap_ms then
-  ", stretch_done_lua!(), r"  end
+  ",
+    stretch_done_lua!(),
+    r"  end
 elseif queued then
   redis.call('ZREM', queue, secret)
   redis.call('HDEL', waiters, secret)
@@ -319,7 +324,8 @@ return {0, data, owner, ahead, handed_by or false}",
 /// KEYS: data, lock, queue, waiters, next, done, lifetime. ARGV: secret,
 /// data, data TTL s, the log's TTL ms (`lock_expire`), fence, the request's
 /// new lifetime ('' keeps the stored one, '-' drops it); with a lease only,
-/// what is left of `lock_expire` in ms for a re-take ([`retake_lua`]). Stores (for the session's lifetime)
+/// for a re-take ([`retake_lua`]): what is left of `lock_expire` in ms, and
+/// the log of savers at the read. Stores (for the session's lifetime)
 /// and releases only while the lock holds the secret: 1 if it did ({1, the
 /// lifetime} when it stored one), 0 if the lock was lost. The store logs
 /// the secret in `done` for the lock's TTL, so that a repeat after a lost
@@ -332,7 +338,7 @@ return {0, data, owner, ahead, handed_by or false}",
 pub(crate) static WRITE_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
     r"local data, default_s, lock_ms, fence, life_arg = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-local retake_ms, retake_fence = ARGV[7], fence
+local retake_ms, retake_fence = ARGV[7], ARGV[8]
 local owner = redis.call('GET', lock)
 if owner ~= secret then
   if ",
@@ -367,8 +373,7 @@ return applied_life and {1, applied_life} or 1"
 
 /// KEYS as [`WRITE_AND_RELEASE`]. ARGV: secret, data, data TTL s, the
 /// request's new lifetime as for [`WRITE_AND_RELEASE`], the log's TTL ms;
-/// with a lease only, for a re-take ([`retake_lua`]): what is left of
-/// `lock_expire` in ms, and the fence.
+/// with a lease only, as [`WRITE_AND_RELEASE`]'s last two.
 /// Renews the TTL for the session's lifetime (allowed without the lock, as in
 /// phpredis, which then keeps the stored lifetime); applies the new
 /// lifetime, rewrites a vanished key and releases the lock only while it
@@ -406,7 +411,7 @@ local done_ms = ARGV[5]
 ));
 
 /// KEYS as [`WRITE_AND_RELEASE`]. ARGV: secret, the log's TTL ms; with a
-/// lease only, as [`TOUCH_AND_RELEASE`]'s last two. Deletes the
+/// lease only, as [`WRITE_AND_RELEASE`]'s last two. Deletes the
 /// data and its lifetime and releases the lock only while it holds the
 /// secret: 1 if it did ({1, the lifetime it had} with one), 0 if the lock was
 /// lost (an expired lock may have gone to another holder, whose data must
