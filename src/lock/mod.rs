@@ -75,22 +75,9 @@ pub struct HeldLock {
     /// The log of savers (`<lock>_DONE`, empty: none) when the data was
     /// read, `None` if unknown: the write stores only if no save came since.
     fence: Option<Vec<u8>>,
-    /// The lease the lock key has (`None`: it lives for `lock_expire`).
-    lease: Option<Duration>,
-    /// `lock_expire`: the lease is renewed, or the lock re-taken, only
-    /// this long after `taken_at`.
-    lock_expire: Duration,
-    /// Before the call that took the lock was sent (for a hand-over, the
-    /// attempt before the BLPOP that brought it): never later than the take.
-    taken_at: Instant,
-    /// With a lease, the log of savers at the read, which a re-take must
-    /// find unchanged (the plain take learns it, but keeps no `fence`: as
-    /// without a lease, nothing can hand its lock back).
-    retake_fence: Option<Vec<u8>>,
-    /// The take made the log of savers last until `lock_expire` (a script
-    /// take or a queueing, with a lease): an empty one proves then that
-    /// nobody saved since. The plain take stretches only a log that exists.
-    fence_lasts: bool,
+    /// `None` without a lease: the lock key lives for `lock_expire`. Boxed:
+    /// a lock without one carries no more than before.
+    leased: Option<Box<Leased>>,
     /// The session's own lifetime as the acquire script read it; `None` also
     /// when the lock came by a hand-over, which does not carry it.
     pub lifetime: Option<Lifetime>,
@@ -102,6 +89,26 @@ pub struct HeldLock {
     /// The read renewed the data's TTL (early_refresh, by the acquire script
     /// or a hand-over): an unchanged session needs no touch.
     pub renewed: bool,
+}
+
+/// What a lock held with a lease keeps.
+#[cfg_attr(test, derive(Clone, Debug, PartialEq, Eq, Hash))]
+struct Leased {
+    lease: Duration,
+    /// The lease is renewed, or the lock re-taken, only this long after
+    /// `taken_at`.
+    lock_expire: Duration,
+    /// Before the call that took the lock was sent (for a hand-over, the
+    /// attempt before the BLPOP that brought it): never later than the take.
+    taken_at: Instant,
+    /// The log of savers at the read, which a re-take must find unchanged
+    /// (the plain take learns it, but keeps no `fence`: as without a lease,
+    /// nothing can hand its lock back).
+    retake_fence: Option<Vec<u8>>,
+    /// The take made the log of savers last until `lock_expire` (a script
+    /// take or a queueing): an empty one proves then that nobody saved
+    /// since. The plain take stretches only a log that exists.
+    fence_lasts: bool,
 }
 
 impl HeldLock {
@@ -160,7 +167,8 @@ impl HeldLock {
     /// A save's re-take arguments, with a lease: `retake_ms` (see
     /// [`Self::retake_ms`]) and the log of savers at the read.
     fn retake_args<'a>(&'a self, retake_ms: &'a Option<String>) -> Option<[&'a [u8]; 2]> {
-        let fence = self.retake_fence.as_deref().unwrap_or(UNKNOWN_WRITER);
+        let leased = self.leased.as_ref()?;
+        let fence = leased.retake_fence.as_deref().unwrap_or(UNKNOWN_WRITER);
         retake_ms.as_ref().map(|ms| [ms.as_bytes(), fence])
     }
 
@@ -174,14 +182,15 @@ impl HeldLock {
     /// The re-take argument of a save at `now`, with a lease only: what is
     /// left of `lock_expire` in ms, or "0" when no re-take may be asked
     /// (past `lock_expire`, no fence, or an empty fence that may have
-    /// expired: see [`Self::fence_lasts`]).
+    /// expired: see [`Leased::fence_lasts`]).
     fn retake_ms(&self, now: Instant) -> Option<String> {
-        self.lease?;
-        let provable = match self.retake_fence.as_deref() {
-            Some(fence) => !fence.is_empty() || self.fence_lasts,
+        let leased = self.leased.as_ref()?;
+        let provable = match leased.retake_fence.as_deref() {
+            Some(fence) => !fence.is_empty() || leased.fence_lasts,
             None => false,
         };
-        let left = renewal_ttl(self.lock_expire, self.taken_at, self.lock_expire, now)
+        let lock_expire = leased.lock_expire;
+        let left = renewal_ttl(lock_expire, leased.taken_at, lock_expire, now)
             .filter(|_| provable)
             .map_or(0, |left| left.as_millis());
         Some(left.to_string())
@@ -193,12 +202,13 @@ impl HeldLock {
         expect(dead_code, reason = "the watchdog (issue 38, items 4 and 5) calls it")
     )]
     pub(crate) fn lease(&self) -> Option<Lease> {
+        let leased = self.leased.as_ref()?;
         Some(Lease {
             lock: self.keys.lock.clone(),
             secret: self.secret.clone(),
-            lease: self.lease?,
-            taken_at: self.taken_at,
-            lock_expire: self.lock_expire,
+            lease: leased.lease,
+            taken_at: leased.taken_at,
+            lock_expire: leased.lock_expire,
         })
     }
 
@@ -210,8 +220,8 @@ impl HeldLock {
     /// Remembers who wrote last when the data was read under this lock.
     fn read_after(&mut self, writer: Option<Vec<u8>>) {
         self.fence = Some(writer.unwrap_or_default());
-        if self.lease.is_some() {
-            self.retake_fence.clone_from(&self.fence);
+        if let Some(leased) = &mut self.leased {
+            leased.retake_fence.clone_from(&self.fence);
         }
     }
 
@@ -413,11 +423,15 @@ impl Acquisition {
                 release: lock.release,
                 expire_ms: millis(lock.ttl).to_string(),
                 fence: None,
-                lease: lock.lease,
-                lock_expire: lock.ttl,
-                taken_at: Instant::now(),
-                retake_fence: None,
-                fence_lasts: lock.lease.is_some(),
+                leased: lock.lease.map(|lease| {
+                    Box::new(Leased {
+                        lease,
+                        lock_expire: lock.ttl,
+                        taken_at: Instant::now(),
+                        retake_fence: None,
+                        fence_lasts: true,
+                    })
+                }),
                 lifetime: None,
                 read_nothing: false,
                 pid: std::process::id(),
@@ -495,7 +509,9 @@ impl Acquisition {
     /// Marks the call about to take the lock as sent at `at`: a lease is
     /// renewed, or the lock re-taken, within `lock_expire` of the last one.
     pub(crate) fn taking_at(&mut self, at: Instant) {
-        self.held.taken_at = at;
+        if let Some(leased) = &mut self.held.leased {
+            leased.taken_at = at;
+        }
     }
 
     /// What an attempt's reply says; learns whom to wait behind and whom to suspect.
@@ -555,8 +571,9 @@ impl Acquisition {
             self.take_ttl,
             &keys.data,
             self.held
-                .lease
-                .map(|_| (keys.done(), self.held.lock_expire)),
+                .leased
+                .as_ref()
+                .map(|leased| (keys.done(), leased.lock_expire)),
         )?;
         Ok(read.map(|read| self.plain_read(read)))
     }
@@ -564,10 +581,10 @@ impl Acquisition {
     /// What the plain take read: the data. With a lease it learnt the log of
     /// savers too, the fence a re-take needs.
     pub(crate) fn plain_read(&mut self, read: PlainRead) -> Option<Vec<u8>> {
-        if self.held.lease.is_some() {
-            self.held.retake_fence = Some(read.done.unwrap_or_default());
+        if let Some(leased) = &mut self.held.leased {
+            leased.retake_fence = Some(read.done.unwrap_or_default());
+            leased.fence_lasts = false;
         }
-        self.held.fence_lasts = false;
         self.read(&read.data, false);
         read.data
     }
@@ -603,8 +620,8 @@ impl Acquisition {
         }
         self.queued = false;
         self.held.fence = writer.map(<[u8]>::to_vec);
-        if self.held.lease.is_some() {
-            self.held.retake_fence.clone_from(&self.held.fence);
+        if let Some(leased) = &mut self.held.leased {
+            leased.retake_fence.clone_from(&self.held.fence);
         }
         self.read(&data, self.refresh_s != "0");
         Ok(Some(data))

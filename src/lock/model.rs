@@ -663,8 +663,10 @@ impl LockModel {
                 // within lock_expire of the take, if nobody saved since the
                 // read (a failover may have undone saves the count has).
                 let lease_lapsed = self.lock.lease.is_some() && owner_before.is_none();
-                let within_cap =
-                    now - client_ms_of(held.taken_at) < self.lock.ttl.as_millis() as i64;
+                let leased = held.leased.as_deref();
+                let within_cap = leased.is_some_and(|leased| {
+                    now - client_ms_of(leased.taken_at) < self.lock.ttl.as_millis() as i64
+                });
                 let nobody_saved = client.saves_at_read == state.saves;
                 let retake_allowed =
                     lease_lapsed && within_cap && (nobody_saved || state.failovers > 0);
@@ -682,10 +684,10 @@ impl LockModel {
                 }
                 // The fence proves nobody saved: one that names a save, or an
                 // empty one that the take made last (not the plain SET NX's).
-                let provable = held
-                    .retake_fence
-                    .as_deref()
-                    .is_some_and(|fence| !fence.is_empty() || held.fence_lasts);
+                let provable = leased.is_some_and(|leased| {
+                    let fence = leased.retake_fence.as_deref();
+                    fence.is_some_and(|fence| !fence.is_empty() || leased.fence_lasts)
+                });
                 if !applied
                     && lease_lapsed
                     && within_cap
@@ -978,9 +980,10 @@ impl LockModel {
             let expiry = state.primary.ttl_of(&k.lock).flatten();
             if let (Some((o, n)), Some(expiry)) = (owner, expiry)
                 && let Some(acquisition) = &state.clients[o].acquisition
+                && let Some(leased) = &acquisition.held.leased
                 && state.clients[o].started == n + 1
             {
-                let taken = client_ms_of(acquisition.held.taken_at) + SERVER_START_MS;
+                let taken = client_ms_of(leased.taken_at) + SERVER_START_MS;
                 let cap = taken + self.lock.ttl.as_millis() as i64 + self.hand_over_ms();
                 if expiry > cap {
                     let why = format!("client {o}'s lock expires at {expiry}, past its cap {cap}");
