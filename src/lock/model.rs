@@ -1673,6 +1673,76 @@ mod tests {
     }
 }
 
+/// A lease (issue 38): renewals at any tick or never, leases running out
+/// under dead holders, re-takes in saves, the cap at lock_expire.
+#[cfg(test)]
+mod leases {
+    use super::tests::{holds, lease_model};
+    use super::*;
+
+    /// Three clients, a crash and a lost reply: a dead holder gives way
+    /// within a lease, a repeat after a lost reply finds its re-take's save.
+    #[test]
+    #[ignore = "exhaustive, minutes: scripts/test.sh --all runs it, optimised"]
+    fn three_clients_a_crash_and_a_lost_reply() {
+        let model = LockModel {
+            lost_replies: 1,
+            ..lease_model(vec![1, 1, 1], 2000, 4000, 5)
+        };
+        holds(
+            "3 clients, 2 s lease, 4 s lock_expire, 1 crash, 1 lost reply, 5 s",
+            model,
+        );
+    }
+
+    /// Ticks of 500 ms: a 1 s lease renewed twice a second or not, a
+    /// hand-over's lease covering its piece.
+    #[test]
+    #[ignore = "exhaustive, minutes: scripts/test.sh --all runs it, optimised"]
+    fn half_second_ticks() {
+        let model = LockModel {
+            tick_ms: 500,
+            ..lease_model(vec![2, 1], 1000, 3000, 10)
+        };
+        holds(
+            "2 clients, 2+1 acquisitions, 1 s lease, 3 s lock_expire, ticks of 500 ms, 1 crash, 5 s",
+            model,
+        );
+    }
+
+    /// Re-takes by a write, a touch and a destroy, and a release with DELIFEQ.
+    #[test]
+    #[ignore = "exhaustive, minutes: scripts/test.sh --all runs it, optimised"]
+    fn every_way_to_let_go() {
+        let mut model = LockModel {
+            ops: vec![Op::Write, Op::Touch, Op::Destroy, Op::Release],
+            crashes: 0,
+            ..lease_model(vec![1, 1, 1], 2000, 4000, 4)
+        };
+        model.lock.release = ReleaseCommand::Delifeq;
+        holds(
+            "3 clients, 4 ways to let go, DELIFEQ, 2 s lease, 4 s lock_expire, 4 s",
+            model,
+        );
+    }
+
+    /// A failover to a replica that lacks the lock or a save: the re-take
+    /// after it, and no lost update.
+    #[test]
+    #[ignore = "exhaustive, minutes: scripts/test.sh --all runs it, optimised"]
+    fn a_failover() {
+        let model = LockModel {
+            failovers: 1,
+            crashes: 0,
+            ..lease_model(vec![2, 1], 2000, 4000, 6)
+        };
+        holds(
+            "2 clients, 2+1 acquisitions, 2 s lease, 4 s lock_expire, 1 failover, 6 s",
+            model,
+        );
+    }
+}
+
 /// The quick tier: configurations of seconds each, 35 s of one core
 /// together in the checked profile, for a contributor's test run
 /// (`lock::model::quick --ignored`). Each checks every property, and

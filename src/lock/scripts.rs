@@ -181,14 +181,16 @@ end
 /// log of savers still reads as it did at the read (`retake_fence`, '?' when
 /// unknown): nobody saved since. Sound because the log never returns to an
 /// earlier value (every save puts a fresh secret at its head) and, for an
-/// empty fence, because the take stretched the log, even an empty one, to
+/// empty fence, because the log must exist (a failover to a replica that
+/// never saw the take may have lost the empty log it made, and a save it
+/// read) and the take stretched the log, even an empty one, to
 /// that holder's `lock_expire`, which later saves keep (the plain take
 /// stretches only a log that exists: the client asks no re-take with an
 /// empty fence from it).
 macro_rules! retake_lua {
     () => {
         "(not owner and retake_ms and tonumber(retake_ms) > 0 and retake_fence ~= '?'
-  and (redis.call('GET', done) or '') == retake_fence)"
+  and redis.call('GET', done) == retake_fence)"
     };
 }
 
