@@ -62,6 +62,7 @@ rediscluster_session.write_replicas (effective) => 0
 rediscluster_session.write_replicas_timeout (effective) => 100
 rediscluster_session.lock_wait_notice_ms (effective) => 0
 rediscluster_session.max_waiters (effective) => 0
+rediscluster_session.lock_lease_ms (effective) => 0
 rediscluster_session.fallback_max_lag (effective) => 10
 Lock wait, at most (effective) => 140 ms (7 retries × 20000 µs)
 Metrics => this process (and any it forks)

@@ -1529,6 +1529,18 @@ mod tests {
         model
     }
 
+    /// `base` letting go every way: write, touch, destroy, and release
+    /// alone (DELIFEQ first, as with lock_release_cmd=delifeq); no crash.
+    pub(super) fn letting_go_every_way(base: LockModel) -> LockModel {
+        let mut model = LockModel {
+            ops: vec![Op::Write, Op::Touch, Op::Destroy, Op::Release],
+            crashes: 0,
+            ..base
+        };
+        model.lock.release = ReleaseCommand::Delifeq;
+        model
+    }
+
     pub(super) fn holds(name: &str, model: LockModel) {
         if let Some(traces) = run(name, model) {
             panic!("{traces}");
@@ -1582,12 +1594,7 @@ mod tests {
     #[test]
     #[ignore = "exhaustive, minutes: scripts/test.sh --all runs it, optimised"]
     fn every_way_to_let_go() {
-        let mut model = LockModel {
-            ops: vec![Op::Write, Op::Touch, Op::Destroy, Op::Release],
-            crashes: 0,
-            ..model(vec![1, 1, 1], 2000, 4)
-        };
-        model.lock.release = ReleaseCommand::Delifeq;
+        let model = letting_go_every_way(model(vec![1, 1, 1], 2000, 4));
         holds("3 clients, 4 ways to let go, DELIFEQ, 4 s", model);
     }
 
@@ -1677,7 +1684,7 @@ mod tests {
 /// under dead holders, re-takes in saves, the cap at lock_expire.
 #[cfg(test)]
 mod leases {
-    use super::tests::{holds, lease_model};
+    use super::tests::{holds, lease_model, letting_go_every_way};
     use super::*;
 
     /// Three clients, a crash and a lost reply: a dead holder gives way
@@ -1714,12 +1721,7 @@ mod leases {
     #[test]
     #[ignore = "exhaustive, minutes: scripts/test.sh --all runs it, optimised"]
     fn every_way_to_let_go() {
-        let mut model = LockModel {
-            ops: vec![Op::Write, Op::Touch, Op::Destroy, Op::Release],
-            crashes: 0,
-            ..lease_model(vec![1, 1, 1], 2000, 4000, 4)
-        };
-        model.lock.release = ReleaseCommand::Delifeq;
+        let model = letting_go_every_way(lease_model(vec![1, 1, 1], 2000, 4000, 4));
         holds(
             "3 clients, 4 ways to let go, DELIFEQ, 2 s lease, 4 s lock_expire, 4 s",
             model,
@@ -1752,7 +1754,7 @@ mod leases {
 /// runs them with the rest (`lock::model::tests`), each configuration once.
 #[cfg(test)]
 mod quick {
-    use super::tests::{holds, lease_model, model};
+    use super::tests::{holds, lease_model, letting_go_every_way, model};
     use super::*;
 
     /// A crash and a lost reply anywhere, and locks that expire under their holders.
@@ -1770,12 +1772,7 @@ mod quick {
     #[test]
     #[ignore = "exhaustive, seconds: the quick tier"]
     fn every_way_to_let_go_briefly() {
-        let mut model = LockModel {
-            ops: vec![Op::Write, Op::Touch, Op::Destroy, Op::Release],
-            crashes: 0,
-            ..model(vec![1, 1, 1], 2000, 3)
-        };
-        model.lock.release = ReleaseCommand::Delifeq;
+        let model = letting_go_every_way(model(vec![1, 1, 1], 2000, 3));
         holds("3 clients, 4 ways to let go, DELIFEQ, 3 s", model);
     }
 
