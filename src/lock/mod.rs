@@ -1610,6 +1610,64 @@ mod cluster_tests {
 
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_lapsed_lease_is_taken_again_by_its_save_if_nobody_saved() {
+        let mut store = store();
+        let keys = keys("lease");
+        let settings = LockSettings {
+            lease: Some(Duration::from_millis(300)),
+            ..lock_settings(Duration::from_secs(10))
+        };
+        let take = |store: &mut ClusterStore| match acquire_and_read(
+            store,
+            keys.clone(),
+            &settings,
+            None,
+            true,
+        )
+        .unwrap()
+        {
+            (Acquired::Locked(held, _), _) => held,
+            _ => panic!("the lock should be free"),
+        };
+        let first = take(&mut store);
+        let ttl = int(&store, &keys.lock, cmd("PTTL").arg(&keys.lock));
+        assert!(
+            (1..=300).contains(&ttl),
+            "the lease, not lock_expire: {ttl}"
+        );
+        assert!(write(&mut store, &first, b"v1"));
+        // Renewed while it lives, then lapsed: its save takes it again.
+        let held = take(&mut store);
+        let lease = held.lease().unwrap();
+        let renew = |store: &mut ClusterStore| {
+            lease
+                .renewal_call(Instant::now(), |script, keys, args| {
+                    store.eval(script, keys, args).unwrap()
+                })
+                .unwrap()
+        };
+        assert_eq!(renew(&mut store), Reply::Int(1));
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(owner(&store, &keys), None);
+        assert!(write(&mut store, &held, b"v2"));
+        assert_eq!(store.get(&keys.data, None).unwrap(), Some(b"v2".to_vec()));
+        // A save since its read: refused, and its renewal touches nothing.
+        let stale = take(&mut store);
+        std::thread::sleep(Duration::from_millis(400));
+        let other = take(&mut store);
+        let stale_lease = stale.lease().unwrap();
+        let renewed = stale_lease.renewal_call(Instant::now(), |script, keys, args| {
+            store.eval(script, keys, args).unwrap()
+        });
+        assert_eq!(renewed, Some(Reply::Int(0)));
+        assert!(write(&mut store, &other, b"v3"));
+        assert!(!write(&mut store, &stale, b"stale"));
+        assert_eq!(store.get(&keys.data, None).unwrap(), Some(b"v3".to_vec()));
+        clean(&mut store, &keys);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
     fn a_free_lock_is_taken_without_a_script() {
         let mut store = store();
         let keys = keys("plain");
