@@ -11,7 +11,7 @@ use crate::save_path::Failover;
 /// Every directive with its default: phpredis's `redis.session.*` (registered
 /// by this extension unless phpredis already did; then its values apply) and
 /// this extension's own.
-pub const INI_DEFAULTS: [(&CStr, &CStr); 14] = [
+pub const INI_DEFAULTS: [(&CStr, &CStr); 15] = [
     (c"redis.session.locking_enabled", c"0"),
     (c"redis.session.lock_expire", c"0"),
     (c"redis.session.lock_wait_time", c"20000"),
@@ -26,6 +26,7 @@ pub const INI_DEFAULTS: [(&CStr, &CStr); 14] = [
     (c"rediscluster_session.lock_wait_notice_ms", c"0"),
     (c"rediscluster_session.max_waiters", c"0"),
     (c"rediscluster_session.fallback_max_lag", c"10"),
+    (c"rediscluster_session.lock_lease_ms", c"0"),
 ];
 
 /// Session TTL used when `session.gc_maxlifetime` is not positive (phpredis).
@@ -189,6 +190,10 @@ pub struct LockSettings {
     /// A request finding this many already waiting for the lock does not
     /// queue; `None` for no cap.
     pub max_waiters: Option<u32>,
+    /// `rediscluster_session.lock_lease_ms`: the lease the watchdog renews
+    /// the lock by while its request runs (up to `ttl` from taking it);
+    /// `None` when off.
+    pub lease: Option<Duration>,
 }
 
 impl LockSettings {
@@ -330,6 +335,10 @@ impl LockSettings {
             max_waiters: u32::try_from(ini.long(c"rediscluster_session.max_waiters"))
                 .ok()
                 .filter(|&cap| cap > 0),
+            lease: u64::try_from(ini.long(c"rediscluster_session.lock_lease_ms"))
+                .ok()
+                .filter(|&ms| ms > 0)
+                .map(Duration::from_millis),
         }
     }
 }

@@ -41,11 +41,13 @@ use crate::script::LuaScript;
 use crate::settings::{LockSettings, ReleaseCommand, ReplicaAck};
 use crate::stats;
 use crate::store::{LockStore, Reply, whole_seconds};
+use crate::watchdog;
 
 #[cfg(test)]
 pub(crate) mod model;
 mod scripts;
 
+pub(crate) use scripts::RENEW_LEASE;
 #[cfg(test)]
 pub(crate) use scripts::SCRIPTS;
 use scripts::{
@@ -85,6 +87,9 @@ pub struct HeldLock {
     /// The read renewed the data's TTL (early_refresh, by the acquire script
     /// or a hand-over): an unchanged session needs no touch.
     pub renewed: bool,
+    /// Sent no later than the call that took the lock (or was handed it):
+    /// its lease is renewed for at most the lock's TTL from then.
+    taken: Instant,
 }
 
 impl HeldLock {
@@ -141,6 +146,21 @@ impl HeldLock {
                 ],
             ),
         }
+    }
+
+    /// What the watchdog renews this lock's lease with.
+    pub fn watched(&self) -> watchdog::Watched<'_> {
+        watchdog::Watched {
+            lock_key: &self.keys.lock,
+            secret: self.secret.as_bytes(),
+            taken: self.taken,
+        }
+    }
+
+    /// Out of the watchdog, before a call that releases the lock: a renewal
+    /// answered after it would count a lock lost.
+    fn unwatch(&self) {
+        watchdog::unwatch(&self.keys.lock, self.secret.as_bytes());
     }
 
     /// Held by the process this one was forked from.
@@ -280,6 +300,7 @@ impl Acquisition {
                 read_nothing: false,
                 pid: std::process::id(),
                 renewed: false,
+                taken: Instant::now(),
             },
             refresh_s: refresh.map_or(0, whole_seconds).to_string(),
             max_waiters: lock.max_waiters.unwrap_or(0),
@@ -497,11 +518,14 @@ pub fn acquire_and_read(
     let longest_piece = longest_piece(lock);
     let mut waited = false;
     let outcome = loop {
-        let remaining = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
+        let now = Instant::now();
+        let remaining = deadline.map(|deadline| deadline.saturating_duration_since(now));
         let last = remaining.is_some_and(|remaining| remaining.is_zero());
         let piece = remaining.map_or(longest_piece, |r| r.min(longest_piece));
         let read_if_busy = last && lock.failure_readonly;
         let queue_for = if last { Duration::ZERO } else { piece };
+        // A lock this attempt finds ours was taken by it, or handed over
+        // since the one before (whose send time `taken` still holds).
         match acquisition.attempt(store, queue_for, read_if_busy) {
             Ok(Attempt::Locked(data)) => break Acquired::Locked(acquisition.into_held(), data),
             Ok(Attempt::Busy(data)) if last => break Acquired::Busy(data),
@@ -514,6 +538,8 @@ pub fn acquire_and_read(
                 return Err(err);
             }
         }
+        // A hand-over popped now came after this attempt was sent.
+        acquisition.held.taken = now;
         // No hand-over, or a reply lost on the way: the next attempt finds
         // the lock ours if it was handed over.
         if let Ok(Some(data)) = acquisition.wait_for_hand_over(store, piece) {
@@ -635,6 +661,7 @@ pub fn save_and_release(
     lifetime: Change,
     ack: Option<ReplicaAck>,
 ) -> Result<Released> {
+    held.unwatch();
     let ack = ack.filter(|_| matches!(save, Save::Write));
     let (released, acked) = held.save_call(save, data, ttl, lifetime, |script, args| {
         run_release(store, script, held, args, ack)
@@ -674,6 +701,7 @@ pub fn destroy_and_release(
     held: &HeldLock,
     ack: Option<ReplicaAck>,
 ) -> Result<(Released, Option<u32>)> {
+    held.unwatch();
     let args: [&[u8]; 2] = [held.secret.as_bytes(), held.lock_ms.as_bytes()];
     let (released, acked) = run_release(store, &DESTROY_AND_RELEASE, held, &args, ack)?;
     if released.ours {
@@ -706,6 +734,7 @@ pub fn read_and_renew(
 /// them fall back to Lua (remembered per cluster). Returns whether the lock
 /// was still ours.
 pub fn release(store: &mut impl LockStore, held: &HeldLock) -> Result<bool> {
+    held.unwatch();
     let keys = &held.keys;
     let native = store.delete_if_equal(
         &keys.lock,
@@ -883,6 +912,7 @@ mod tests {
             release: ReleaseCommand::Eval,
             wait_notice: None,
             max_waiters: None,
+            lease: None,
         }
     }
 
@@ -995,6 +1025,7 @@ mod cluster_tests {
             release: ReleaseCommand::Eval,
             wait_notice: None,
             max_waiters: None,
+            lease: None,
         }
     }
 

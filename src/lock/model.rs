@@ -1240,6 +1240,7 @@ mod tests {
             release: ReleaseCommand::Eval,
             wait_notice: None,
             max_waiters: None,
+            lease: None,
         }
     }
 

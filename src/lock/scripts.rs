@@ -395,6 +395,13 @@ pub(crate) static READ_AND_RENEW: LuaScript = LuaScript::new(concat!(
     "return {data, life_value}"
 ));
 
+/// KEYS: lock. ARGV: secret, TTL ms. The lease's renewal by the watchdog
+/// (`crate::watchdog`): the lock's TTL is set only while it holds this
+/// holder's secret, 1; else 0 (expired, released or another's).
+pub(crate) static RENEW_LEASE: LuaScript = LuaScript::new(
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0",
+);
+
 /// Every script of the protocol, for tests that check them all.
 #[cfg(test)]
 pub(crate) const SCRIPTS: [&LuaScript; 5] = [

@@ -1,0 +1,647 @@
+//! The lease watchdog (issue 38): one thread per process renews the lease
+//! of every session lock its requests hold, so that a holder that dies gives
+//! way within one lease while a live one keeps its lock, up to `lock_expire`
+//! from taking it, whatever its PHP thread is busy with.
+//!
+//! - Life: started by the first lock a request registers, never at module
+//!   startup (which runs in php-fpm's master, before the fork); stopped and
+//!   joined by [`stop`] at module shutdown, before PHP unloads the library.
+//!   It starts with every signal blocked: PHP's `max_execution_time`
+//!   (SIGPROF), pcntl and php-fpm expect their handlers to run on PHP's thread.
+//! - Sleep: the thread blocks reading a timerfd that the request threads
+//!   arm and disarm under the registry's mutex. A request that ends before
+//!   its first renewal costs two `timerfd_settime` calls and never wakes the
+//!   thread; an idle worker's thread never wakes.
+//! - Renewal: every third of the lease ([`interval`]), [`RENEW_LEASE`] for
+//!   each lock due, pipelined per primary, over the thread's own connections
+//!   (a request's are its thread's), made with the registering request's
+//!   save_path settings by the cluster code the requests use: redirects,
+//!   `TRYAGAIN`, refused connections and retries as there, each call within
+//!   what is left of the lease. The connections are kept while locks are
+//!   held and closed once none is.
+//! - Fork: the registry belongs to the process that made it. A forked child
+//!   never touches its parent's (the thread may have held its mutex at the
+//!   fork), has no thread, never renews the locks it inherited (they are its
+//!   parent's), and makes a registry of its own at its first registration.
+
+use std::cell::{Cell, RefCell};
+use std::ffi::{c_int, c_long};
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::FromRawFd;
+use std::ptr::null_mut;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
+
+use crate::cluster::{Cluster, Request};
+use crate::config::ConnectionConfig;
+use crate::keys::hash_slot;
+use crate::lock::RENEW_LEASE;
+use crate::resp::Decimal;
+use crate::stats;
+use crate::store::script_command;
+
+/// A renewal that failed (no answer in time, `BUSY`, a refused connection)
+/// is tried again this soon, while the lease lasts.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+/// The longest a round of renewals waits for its replies, however long the
+/// lease: [`stop`] waits for a round to end.
+const LONGEST_ROUND: Duration = Duration::from_secs(2);
+/// The shortest: a lease already out (a failover, a late hand-over) may still
+/// hold the lock on a primary whose clock runs behind ours.
+const SHORTEST_ROUND: Duration = Duration::from_millis(100);
+/// How long [`stop`] waits for the thread to end.
+const STOP_WAIT: Duration = Duration::from_secs(3);
+
+/// When a lock's lease is renewed: a third of it, as Redisson and etcd do.
+/// A request shorter than that costs no call; a renewal that fails leaves
+/// two thirds of the lease for its retries.
+pub fn interval(lease: Duration) -> Duration {
+    lease / 3
+}
+
+/// A lock as the watchdog renews it.
+pub struct Watched<'a> {
+    pub lock_key: &'a [u8],
+    pub secret: &'a [u8],
+    /// Sent no later than the call that took it.
+    pub taken: Instant,
+}
+
+/// What `rediscluster_session_lock_info()` shows of a lock this process renews.
+pub struct LeaseView {
+    /// Until the lease as last set runs out, unless renewed.
+    pub expires_in: Duration,
+    /// Until renewals stop (`lock_expire` from taking the lock).
+    pub renewed_for: Duration,
+}
+
+struct Entry {
+    id: u64,
+    /// The request thread that registered it.
+    owner: u64,
+    config: Arc<ConnectionConfig>,
+    lock_key: Vec<u8>,
+    secret: Vec<u8>,
+    lease: Duration,
+    /// No renewal past it.
+    cap: Instant,
+    /// When the lease as last set runs out (from the send of the call that set it).
+    expires: Instant,
+    /// When to renew next; `None` once renewals ended (capped, lost) or while in flight.
+    due: Option<Instant>,
+}
+
+#[derive(Default)]
+struct State {
+    entries: Vec<Entry>,
+    next_id: u64,
+    /// When the timer fires, as last armed.
+    armed: Option<Instant>,
+    /// The thread holds connections, to close once no lock is held.
+    connected: bool,
+    stopping: bool,
+    thread: Option<JoinHandle<()>>,
+}
+
+struct Watchdog {
+    /// The process it belongs to.
+    pid: u32,
+    state: Mutex<State>,
+    timer: Timer,
+}
+
+/// This process's watchdog, or its parent's in a forked child (never used
+/// there). Freed by [`stop`] only.
+static WATCHDOG: AtomicPtr<Watchdog> = AtomicPtr::new(null_mut());
+static NEXT_OWNER: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// This request thread, as the owner of the locks it registers.
+    static OWNER: u64 = NEXT_OWNER.fetch_add(1, Ordering::Relaxed);
+    /// This thread registered a lock since its request began: only then do
+    /// its releases and its request's end look at the registry.
+    static WATCHING: Cell<bool> = const { Cell::new(false) };
+    /// The config this thread registered with last, as the thread's copy: a
+    /// worker registers with the same one request after request.
+    static SHARED_CONFIG: RefCell<Option<(Rc<ConnectionConfig>, Arc<ConnectionConfig>)>> =
+        const { RefCell::new(None) };
+}
+
+impl Watchdog {
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic in the thread's round leaves the registry consistent.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// This process's watchdog; made if `create` and there is none yet, or only
+/// the parent's (a forked child).
+fn this_process(create: bool) -> io::Result<Option<&'static Watchdog>> {
+    let pid = std::process::id();
+    let current = WATCHDOG.load(Ordering::Acquire);
+    // SAFETY: a pointer from Box::into_raw, freed only by `stop` after the
+    // last request of the process.
+    if let Some(watchdog) = unsafe { current.as_ref() }
+        && watchdog.pid == pid
+    {
+        return Ok(Some(watchdog));
+    }
+    if !create {
+        return Ok(None);
+    }
+    // A parent's is left as it is (leaked): its mutex may be held by a
+    // thread this process does not have.
+    let made = Box::into_raw(Box::new(Watchdog {
+        pid,
+        state: Mutex::default(),
+        timer: Timer::new()?,
+    }));
+    match WATCHDOG.compare_exchange(current, made, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: just made, and now shared for the process's life.
+        Ok(_) => Ok(Some(unsafe { &*made })),
+        Err(other) => {
+            // Another thread of this process made one first.
+            // SAFETY: ours, never shared.
+            drop(unsafe { Box::from_raw(made) });
+            Ok(unsafe { other.as_ref() }.filter(|watchdog| watchdog.pid == pid))
+        }
+    }
+}
+
+/// Renews `lock`'s lease every [`interval`] until [`unwatch`], the request's
+/// end ([`request_ended`]) or `lock_expire` from taking it. The lock must be
+/// on the cluster `config` reaches. An error when the thread cannot start:
+/// the lock then lives one lease.
+pub fn watch(
+    config: &Rc<ConnectionConfig>,
+    lock: Watched,
+    lease: Duration,
+    lock_expire: Duration,
+) -> io::Result<()> {
+    let Some(cap) = lock.taken.checked_add(lock_expire) else {
+        return Ok(());
+    };
+    let Some(watchdog) = this_process(true)? else {
+        return Ok(());
+    };
+    let config = shared_config(config);
+    let due = lock.taken + interval(lease);
+    let mut state = watchdog.state();
+    if state.stopping {
+        return Ok(());
+    }
+    if state.thread.is_none() {
+        state.thread = Some(start_thread(watchdog)?);
+    }
+    let id = state.next_id;
+    state.next_id += 1;
+    state.entries.push(Entry {
+        id,
+        owner: OWNER.with(|owner| *owner),
+        config,
+        lock_key: lock.lock_key.to_vec(),
+        secret: lock.secret.to_vec(),
+        lease,
+        cap,
+        expires: lock.taken + lease,
+        due: Some(due),
+    });
+    WATCHING.set(true);
+    if state.armed.is_none_or(|armed| due < armed) {
+        watchdog.timer.arm(&mut state, Some(due));
+    }
+    Ok(())
+}
+
+/// The request's config as the thread's copy, made once per config.
+fn shared_config(config: &Rc<ConnectionConfig>) -> Arc<ConnectionConfig> {
+    SHARED_CONFIG.with_borrow_mut(|last| match last {
+        Some((rc, arc)) if Rc::ptr_eq(rc, config) => arc.clone(),
+        _ => {
+            let arc = Arc::new(ConnectionConfig::clone(config));
+            *last = Some((config.clone(), arc.clone()));
+            arc
+        }
+    })
+}
+
+/// The lock leaves the watchdog: it is being released.
+pub fn unwatch(lock_key: &[u8], secret: &[u8]) {
+    if WATCHING.get() {
+        forget(|entry| entry.lock_key == lock_key && entry.secret == secret);
+    }
+}
+
+/// The request ended (after a fatal error too): its thread's locks leave
+/// the watchdog, released or not (a lock its request could not release
+/// expires within one lease).
+pub fn request_ended() {
+    if WATCHING.replace(false) {
+        let owner = OWNER.with(|owner| *owner);
+        forget(|entry| entry.owner == owner);
+    }
+}
+
+fn forget(matching: impl Fn(&Entry) -> bool) {
+    // A forked child's locks are its parent's: nothing of them here.
+    let Ok(Some(watchdog)) = this_process(false) else {
+        return;
+    };
+    let mut state = watchdog.state();
+    state.entries.retain(|entry| !matching(entry));
+    if state.entries.is_empty() {
+        // The thread wakes only to close the connections it holds.
+        let wake = state.connected.then(Instant::now);
+        watchdog.timer.arm(&mut state, wake);
+    }
+}
+
+/// The lease of a lock this process renews, by its key.
+pub fn lease_of(lock_key: &[u8]) -> Option<LeaseView> {
+    let watchdog = this_process(false).ok()??;
+    let state = watchdog.state();
+    let entry = state
+        .entries
+        .iter()
+        .find(|entry| entry.lock_key == lock_key)?;
+    let now = Instant::now();
+    Some(LeaseView {
+        expires_in: entry.expires.saturating_duration_since(now),
+        renewed_for: entry.cap.saturating_duration_since(now),
+    })
+}
+
+/// Module shutdown: stops the thread and waits for it, at most
+/// [`STOP_WAIT`] (a round's calls end within [`LONGEST_ROUND`]). False if it
+/// did not end in time.
+pub fn stop() -> bool {
+    let pointer = WATCHDOG.load(Ordering::Acquire);
+    // SAFETY: as in `this_process`.
+    let Some(watchdog) = (unsafe { pointer.as_ref() }) else {
+        return true;
+    };
+    if watchdog.pid != std::process::id() {
+        // A forked child's copy of its parent's: no thread here.
+        return true;
+    }
+    let thread = {
+        let mut state = watchdog.state();
+        state.stopping = true;
+        state.entries.clear();
+        watchdog.timer.arm(&mut state, Some(Instant::now()));
+        state.thread.take()
+    };
+    if let Some(thread) = thread {
+        let until = Instant::now() + STOP_WAIT;
+        while !thread.is_finished() {
+            if Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = thread.join();
+    }
+    if WATCHDOG
+        .compare_exchange(pointer, null_mut(), Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+    {
+        // SAFETY: the thread has ended and no request runs at shutdown.
+        drop(unsafe { Box::from_raw(pointer) });
+    }
+    true
+}
+
+/// Starts the thread with every signal blocked from its first instruction:
+/// the mask is inherited from the thread that creates it.
+fn start_thread(watchdog: &'static Watchdog) -> io::Result<JoinHandle<()>> {
+    // Made here, on a PHP thread: a fork while the thread made it would
+    // leave the child's copy of its `OnceLock` busy for ever.
+    RENEW_LEASE.sha1();
+    let previous = block_signals(None);
+    let started = std::thread::Builder::new()
+        .name("rcs-watchdog".into())
+        .spawn(move || run(watchdog));
+    block_signals(Some(&previous));
+    started
+}
+
+/// `sigset_t` as glibc and musl size it on Linux (1024 bits).
+#[repr(C)]
+struct SigSet([u64; 16]);
+
+/// Blocks every signal in the calling thread, or restores `previous`;
+/// returns the mask it replaced.
+fn block_signals(previous: Option<&SigSet>) -> SigSet {
+    unsafe extern "C" {
+        fn sigfillset(set: *mut SigSet) -> c_int;
+        fn pthread_sigmask(how: c_int, set: *const SigSet, old: *mut SigSet) -> c_int;
+    }
+    const SIG_SETMASK: c_int = 2;
+    let mut all = SigSet([0; 16]);
+    let mut old = SigSet([0; 16]);
+    // SAFETY: valid sets for the calls' duration.
+    unsafe {
+        let set = match previous {
+            Some(previous) => previous,
+            None => {
+                sigfillset(&mut all);
+                &all
+            }
+        };
+        pthread_sigmask(SIG_SETMASK, set, &mut old);
+    }
+    old
+}
+
+/// A renewal in flight.
+struct Renewal {
+    id: u64,
+    config: Arc<ConnectionConfig>,
+    lock_key: Vec<u8>,
+    secret: Vec<u8>,
+    ttl: Duration,
+    deadline: Instant,
+}
+
+/// What a renewal found.
+enum Outcome {
+    /// The lease runs `ttl` from `sent`.
+    Renewed { sent: Instant, ttl: Duration },
+    /// The lock holds another secret, or none: its lease ran out.
+    Lost,
+    Failed,
+}
+
+fn run(watchdog: &'static Watchdog) {
+    let mut clusters: Vec<(Arc<ConnectionConfig>, Cluster)> = Vec::new();
+    loop {
+        watchdog.timer.wait();
+        let (due, close) = {
+            let mut state = watchdog.state();
+            if state.stopping {
+                return;
+            }
+            state.armed = None;
+            let due = due_renewals(&mut state, Instant::now());
+            let close = due.is_empty() && state.entries.is_empty() && state.connected;
+            if close {
+                state.connected = false;
+            }
+            let next = next_due(&state);
+            watchdog.timer.arm(&mut state, next);
+            (due, close)
+        };
+        if close {
+            clusters.iter_mut().for_each(|(_, c)| c.close_connections());
+        }
+        if due.is_empty() {
+            continue;
+        }
+        let outcomes = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            renew(&mut clusters, &due)
+        }))
+        .unwrap_or_else(|_| due.iter().map(|_| Outcome::Failed).collect());
+        let mut state = watchdog.state();
+        state.connected = true;
+        for (renewal, outcome) in due.iter().zip(outcomes) {
+            // One unwatched meanwhile is no longer ours to judge.
+            if let Some(entry) = state.entries.iter_mut().find(|e| e.id == renewal.id) {
+                apply(entry, outcome);
+            }
+        }
+        let close = state.entries.is_empty();
+        if close {
+            state.connected = false;
+        }
+        let next = next_due(&state);
+        watchdog.timer.arm(&mut state, next);
+        drop(state);
+        if close {
+            clusters.iter_mut().for_each(|(_, c)| c.close_connections());
+        }
+    }
+}
+
+/// The renewals due by `now`, taken out of the schedule while in flight.
+/// A lock at its cap gets none: renewals stop at `lock_expire`.
+fn due_renewals(state: &mut State, now: Instant) -> Vec<Renewal> {
+    let mut due = Vec::new();
+    for entry in &mut state.entries {
+        if entry.due.is_none_or(|at| at > now) {
+            continue;
+        }
+        entry.due = None;
+        let ttl = entry.lease.min(entry.cap.saturating_duration_since(now));
+        // PEXPIRE takes whole milliseconds.
+        if ttl < Duration::from_millis(1) {
+            continue;
+        }
+        let left = entry.expires.saturating_duration_since(now);
+        due.push(Renewal {
+            id: entry.id,
+            config: entry.config.clone(),
+            lock_key: entry.lock_key.clone(),
+            secret: entry.secret.clone(),
+            ttl,
+            deadline: now + left.clamp(SHORTEST_ROUND, LONGEST_ROUND),
+        });
+    }
+    due
+}
+
+fn next_due(state: &State) -> Option<Instant> {
+    state.entries.iter().filter_map(|entry| entry.due).min()
+}
+
+fn apply(entry: &mut Entry, outcome: Outcome) {
+    match outcome {
+        Outcome::Renewed { sent, ttl } => {
+            stats::lease_renewed();
+            entry.expires = sent + ttl;
+            entry.due = Some(sent + interval(entry.lease));
+        }
+        Outcome::Lost => stats::lease_lost(),
+        Outcome::Failed => {
+            stats::lease_renewal_failed();
+            entry.due = Some(Instant::now() + RETRY_PAUSE);
+        }
+    }
+}
+
+/// One round: every renewal due, one pipelined exchange per primary.
+fn renew(clusters: &mut Vec<(Arc<ConnectionConfig>, Cluster)>, due: &[Renewal]) -> Vec<Outcome> {
+    let mut outcomes: Vec<Option<Outcome>> = due.iter().map(|_| None).collect();
+    let mut configs: Vec<&Arc<ConnectionConfig>> = Vec::new();
+    for renewal in due {
+        if !configs.iter().any(|config| ***config == *renewal.config) {
+            configs.push(&renewal.config);
+        }
+    }
+    for config in configs {
+        let cluster = match clusters.iter().position(|(c, _)| **c == **config) {
+            Some(index) => &mut clusters[index].1,
+            None => {
+                let cluster = Cluster::new(Rc::new(ConnectionConfig::clone(config)));
+                clusters.push((config.clone(), cluster));
+                &mut clusters.last_mut().expect("just pushed").1
+            }
+        };
+        let members: Vec<usize> = (0..due.len())
+            .filter(|&index| *due[index].config == **config)
+            .collect();
+        let sent = Instant::now();
+        let commands: Vec<(Vec<u8>, Decimal)> = members
+            .iter()
+            .map(|&index| {
+                let ttl_ms = Decimal::from(u64::try_from(due[index].ttl.as_millis()).unwrap_or(u64::MAX));
+                (renew_command(&due[index], "EVALSHA", RENEW_LEASE.sha1(), &ttl_ms), ttl_ms)
+            })
+            .collect();
+        let requests: Vec<Request> = members
+            .iter()
+            .zip(&commands)
+            .map(|(&index, (packed, _))| renew_request(&due[index], config, packed))
+            .collect();
+        let replies = cluster.request_each(&requests);
+        for ((&index, reply), (_, ttl_ms)) in members.iter().zip(replies).zip(&commands) {
+            let renewal = &due[index];
+            let reply = match reply {
+                // A primary that lost its scripts (a restart, a failover).
+                Ok(replies) if no_script(&replies) => {
+                    let packed = renew_command(renewal, "EVAL", RENEW_LEASE.source(), ttl_ms);
+                    cluster.request(&renew_request(renewal, config, &packed))
+                }
+                other => other,
+            };
+            outcomes[index] = Some(match reply.as_deref() {
+                Ok([Value::Int(1)]) => Outcome::Renewed {
+                    sent,
+                    ttl: renewal.ttl,
+                },
+                Ok([Value::Int(0)]) => Outcome::Lost,
+                Ok([Value::ServerError(error)]) => {
+                    stats::error(crate::store::error_kind(&RedisError::from(error.clone())));
+                    Outcome::Failed
+                }
+                Ok(_) => Outcome::Failed,
+                Err(failure) => {
+                    stats::error(crate::store::error_kind(&failure.error));
+                    Outcome::Failed
+                }
+            });
+        }
+    }
+    outcomes
+        .into_iter()
+        .map(|outcome| outcome.unwrap_or(Outcome::Failed))
+        .collect()
+}
+
+fn renew_command(renewal: &Renewal, verb: &str, body: &str, ttl_ms: &Decimal) -> Vec<u8> {
+    script_command(
+        verb,
+        body,
+        &[&renewal.lock_key],
+        &[&renewal.secret, ttl_ms.as_bytes()],
+    )
+}
+
+fn renew_request<'a>(renewal: &Renewal, config: &ConnectionConfig, packed: &'a [u8]) -> Request<'a> {
+    Request {
+        slot: hash_slot(&renewal.lock_key),
+        packed,
+        count: 1,
+        reply_timeout: config.read_timeout,
+        deadline: renewal.deadline,
+        retry_broken: true,
+        follow_redirects: true,
+        may_fall_back: false,
+    }
+}
+
+fn no_script(replies: &[Value]) -> bool {
+    matches!(replies, [Value::ServerError(error)]
+        if RedisError::from(error.clone()).kind() == ErrorKind::Server(ServerErrorKind::NoScript))
+}
+
+/// A `timerfd` on the monotonic clock: the thread blocks reading it, the
+/// request threads arm it without waking the thread.
+struct Timer(File);
+
+#[repr(C)]
+struct TimeSpec {
+    seconds: c_long,
+    nanos: c_long,
+}
+
+#[repr(C)]
+struct TimerSpec {
+    interval: TimeSpec,
+    value: TimeSpec,
+}
+
+unsafe extern "C" {
+    fn timerfd_create(clock: c_int, flags: c_int) -> c_int;
+    fn timerfd_settime(fd: c_int, flags: c_int, new: *const TimerSpec, old: *mut TimerSpec)
+    -> c_int;
+}
+
+impl Timer {
+    fn new() -> io::Result<Timer> {
+        const CLOCK_MONOTONIC: c_int = 1;
+        const TFD_CLOEXEC: c_int = 0o2_000_000;
+        // SAFETY: no pointers; a new descriptor or -1.
+        let fd = unsafe { timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a descriptor just made, owned by the file from now on.
+        Ok(Timer(unsafe { File::from_raw_fd(fd) }))
+    }
+
+    /// Fires at `at` (at once if past), or never for `None`; the caller holds
+    /// the registry, whose `armed` it updates.
+    fn arm(&self, state: &mut State, at: Option<Instant>) {
+        use std::os::fd::AsRawFd;
+        if state.armed == at {
+            return;
+        }
+        state.armed = at;
+        let after = at.map_or(Duration::ZERO, |at| {
+            at.saturating_duration_since(Instant::now())
+                .max(Duration::from_nanos(1))
+        });
+        let spec = TimerSpec {
+            interval: TimeSpec {
+                seconds: 0,
+                nanos: 0,
+            },
+            value: TimeSpec {
+                seconds: c_long::try_from(after.as_secs()).unwrap_or(c_long::MAX),
+                nanos: c_long::try_from(after.subsec_nanos()).unwrap_or(0),
+            },
+        };
+        // SAFETY: a valid spec; the old one is not asked for. It fails only
+        // for a bad descriptor, which this one is not.
+        unsafe { timerfd_settime(self.0.as_raw_fd(), 0, &spec, null_mut()) };
+    }
+
+    /// Blocks until the timer fires.
+    fn wait(&self) {
+        let mut expirations = [0u8; 8];
+        // Interrupted calls (no signal reaches this thread) are repeated.
+        while let Err(error) = (&self.0).read_exact(&mut expirations) {
+            if error.kind() != io::ErrorKind::Interrupted {
+                // Not a timerfd's failure: do not spin on it.
+                std::thread::sleep(RETRY_PAUSE);
+                return;
+            }
+        }
+    }
+}
