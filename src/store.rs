@@ -681,7 +681,12 @@ impl SessionStore for ClusterStore {
 }
 
 impl LockStore for ClusterStore {
-    fn watch(&mut self, lock: Watched, lease: Duration, lock_expire: Duration) -> std::io::Result<()> {
+    fn watch(
+        &mut self,
+        lock: Watched,
+        lease: Duration,
+        lock_expire: Duration,
+    ) -> std::io::Result<()> {
         watchdog::watch(&self.config, lock, lease, lock_expire)
     }
 

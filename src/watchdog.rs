@@ -372,7 +372,10 @@ struct Renewal {
 /// What a renewal found.
 enum Outcome {
     /// The lease runs `ttl` from `sent`.
-    Renewed { sent: Instant, ttl: Duration },
+    Renewed {
+        sent: Instant,
+        ttl: Duration,
+    },
     /// The lock holds another secret, or none: its lease ran out.
     Lost,
     Failed,
@@ -403,10 +406,9 @@ fn run(watchdog: &'static Watchdog) {
         if due.is_empty() {
             continue;
         }
-        let outcomes = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            renew(&mut clusters, &due)
-        }))
-        .unwrap_or_else(|_| due.iter().map(|_| Outcome::Failed).collect());
+        let outcomes =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| renew(&mut clusters, &due)))
+                .unwrap_or_else(|_| due.iter().map(|_| Outcome::Failed).collect());
         let mut state = watchdog.state();
         state.connected = true;
         for (renewal, outcome) in due.iter().zip(outcomes) {
@@ -499,8 +501,12 @@ fn renew(clusters: &mut Vec<(Arc<ConnectionConfig>, Cluster)>, due: &[Renewal]) 
         let commands: Vec<(Vec<u8>, Decimal)> = members
             .iter()
             .map(|&index| {
-                let ttl_ms = Decimal::from(u64::try_from(due[index].ttl.as_millis()).unwrap_or(u64::MAX));
-                (renew_command(&due[index], "EVALSHA", RENEW_LEASE.sha1(), &ttl_ms), ttl_ms)
+                let ttl_ms =
+                    Decimal::from(u64::try_from(due[index].ttl.as_millis()).unwrap_or(u64::MAX));
+                (
+                    renew_command(&due[index], "EVALSHA", RENEW_LEASE.sha1(), &ttl_ms),
+                    ttl_ms,
+                )
             })
             .collect();
         let requests: Vec<Request> = members
@@ -552,7 +558,11 @@ fn renew_command(renewal: &Renewal, verb: &str, body: &str, ttl_ms: &Decimal) ->
     )
 }
 
-fn renew_request<'a>(renewal: &Renewal, config: &ConnectionConfig, packed: &'a [u8]) -> Request<'a> {
+fn renew_request<'a>(
+    renewal: &Renewal,
+    config: &ConnectionConfig,
+    packed: &'a [u8],
+) -> Request<'a> {
     Request {
         slot: hash_slot(&renewal.lock_key),
         packed,
@@ -588,8 +598,12 @@ struct TimerSpec {
 
 unsafe extern "C" {
     fn timerfd_create(clock: c_int, flags: c_int) -> c_int;
-    fn timerfd_settime(fd: c_int, flags: c_int, new: *const TimerSpec, old: *mut TimerSpec)
-    -> c_int;
+    fn timerfd_settime(
+        fd: c_int,
+        flags: c_int,
+        new: *const TimerSpec,
+        old: *mut TimerSpec,
+    ) -> c_int;
 }
 
 impl Timer {
@@ -643,5 +657,220 @@ impl Timer {
                 return;
             }
         }
+    }
+}
+
+/// The thread on a real cluster; `scripts/test.sh` runs these with
+/// `cargo test -- --ignored` after starting one.
+#[cfg(test)]
+mod cluster_tests {
+    use super::*;
+    use crate::store::cluster_tests::{int, store};
+    use crate::store::{ClusterStore, Reply};
+    use redis::cmd;
+    use std::thread::sleep;
+
+    const LEASE: Duration = Duration::from_millis(600);
+
+    fn config() -> Rc<ConnectionConfig> {
+        let seeds = std::env::var("RCS_SEEDS").expect("RCS_SEEDS of a running cluster");
+        let path = seeds
+            .split(',')
+            .map(|seed| format!("seed[]={seed}"))
+            .collect::<Vec<_>>()
+            .join("&");
+        Rc::new((&crate::save_path::parse(&path).unwrap()).into())
+    }
+
+    /// A lock held by `secret` for one lease, as the acquire leaves it.
+    fn take(store: &ClusterStore, key: &[u8], secret: &[u8]) -> Instant {
+        let taken = Instant::now();
+        let ms = LEASE.as_millis().to_string();
+        let set = cmd("SET").arg(key).arg(secret).arg("PX").arg(ms).clone();
+        assert_eq!(store.run(key, &set).unwrap(), Reply::Status);
+        taken
+    }
+
+    fn watch_for(key: &[u8], secret: &[u8], taken: Instant, lock_expire: Duration) {
+        let lock = Watched {
+            lock_key: key,
+            secret,
+            taken,
+        };
+        watch(&config(), lock, LEASE, lock_expire).unwrap();
+    }
+
+    fn holder(store: &ClusterStore, key: &[u8]) -> Option<Vec<u8>> {
+        match store.run(key, cmd("GET").arg(key)).unwrap() {
+            Reply::Data(secret) => Some(secret),
+            _ => None,
+        }
+    }
+
+    fn lost() -> u64 {
+        stats::snapshot()
+            .into_iter()
+            .find_map(|(name, stat)| match stat {
+                stats::Stat::Count(n) if name == "locks_lost_to_expiry" => Some(n),
+                _ => None,
+            })
+            .unwrap()
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_renewed_lock_outlives_leases_and_expires_within_one_once_let_go() {
+        let store = store();
+        let key: &[u8] = b"{wd-renewed}_LOCK";
+        let taken = take(&store, key, b"ours");
+        watch_for(key, b"ours", taken, Duration::from_secs(30));
+        sleep(4 * LEASE);
+        assert_eq!(holder(&store, key).as_deref(), Some(&b"ours"[..]));
+        let lease = lease_of(key).expect("renewed by this process");
+        assert!(lease.expires_in <= LEASE && lease.renewed_for > Duration::from_secs(25));
+        unwatch(key, b"ours");
+        let let_go = Instant::now();
+        while holder(&store, key).is_some() {
+            assert!(let_go.elapsed() <= LEASE, "outlived its lease once let go");
+            sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_request_that_ends_leaves_its_locks_to_expire() {
+        let store = store();
+        let keys: [&[u8]; 2] = [b"{wd-end-a}_LOCK", b"{wd-end-b}_LOCK"];
+        for key in keys {
+            let taken = take(&store, key, b"ours");
+            watch_for(key, b"ours", taken, Duration::from_secs(30));
+        }
+        sleep(2 * LEASE);
+        // A thread gone with its request (a fatal error, a lost release).
+        request_ended();
+        let ended = Instant::now();
+        for key in keys {
+            while holder(&store, key).is_some() {
+                assert!(ended.elapsed() <= LEASE, "outlived its lease");
+                sleep(Duration::from_millis(20));
+            }
+            assert!(lease_of(key).is_none());
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn renewals_stop_at_lock_expire() {
+        let store = store();
+        let key: &[u8] = b"{wd-cap}_LOCK";
+        let lock_expire = Duration::from_millis(1500);
+        let taken = take(&store, key, b"ours");
+        watch_for(key, b"ours", taken, lock_expire);
+        sleep(lock_expire - Duration::from_millis(300));
+        assert!(holder(&store, key).is_some(), "renewed until its cap");
+        sleep(Duration::from_millis(400));
+        assert!(holder(&store, key).is_none(), "renewed past lock_expire");
+        unwatch(key, b"ours");
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_lock_taken_over_is_counted_lost_and_not_renewed() {
+        let store = store();
+        let key: &[u8] = b"{wd-lost}_LOCK";
+        let taken = take(&store, key, b"ours");
+        let lost_before = lost();
+        // Our lease ran out (a frozen process) and another request took it.
+        let set = cmd("SET")
+            .arg(key)
+            .arg("theirs")
+            .arg("PX")
+            .arg(5000)
+            .clone();
+        store.run(key, &set).unwrap();
+        watch_for(key, b"ours", taken, Duration::from_secs(30));
+        sleep(LEASE);
+        assert_eq!(lost(), lost_before + 1);
+        let ttl = int(&store, key, cmd("PTTL").arg(key));
+        assert!(
+            (3000..5000 - 400).contains(&ttl),
+            "their TTL was reset: {ttl}"
+        );
+        sleep(LEASE);
+        assert_eq!(lost(), lost_before + 1, "a lost lock is tried once");
+        unwatch(key, b"ours");
+        store.run(key, cmd("DEL").arg(key)).unwrap();
+    }
+
+    unsafe extern "C" {
+        fn fork() -> c_int;
+        fn waitpid(pid: c_int, status: *mut c_int, options: c_int) -> c_int;
+        fn kill(pid: c_int, signal: c_int) -> c_int;
+        fn _exit(status: c_int) -> !;
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn forks_while_renewals_run_never_hang_the_child() {
+        let store = store();
+        let key: &[u8] = b"{wd-fork}_LOCK";
+        let taken = take(&store, key, b"ours");
+        // Renewals every 100 ms, many forks in between: some land while the
+        // thread holds the registry's mutex.
+        let short = Duration::from_millis(300);
+        watch(
+            &config(),
+            Watched {
+                lock_key: key,
+                secret: b"ours",
+                taken,
+            },
+            short,
+            Duration::from_secs(60),
+        )
+        .unwrap();
+        let started = Instant::now();
+        let mut forks = 0;
+        while started.elapsed() < Duration::from_secs(3) {
+            // SAFETY: the child calls only the registry's functions and _exit.
+            let pid = unsafe { fork() };
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                // The parent's lock is not the child's to see or let go of.
+                let seen = lease_of(key).is_some();
+                unwatch(key, b"ours");
+                request_ended();
+                // Its own requests start a watchdog of its own.
+                let child_lock = Watched {
+                    lock_key: b"{wd-fork-child}_LOCK",
+                    secret: b"child",
+                    taken: Instant::now(),
+                };
+                let own = watch(&config(), child_lock, short, Duration::from_secs(60)).is_ok();
+                let stopped = stop();
+                // SAFETY: ends the child without running the parent's destructors.
+                unsafe { _exit(if seen || !own || !stopped { 1 } else { 0 }) };
+            }
+            forks += 1;
+            let waited = Instant::now();
+            let mut status = 0;
+            loop {
+                // SAFETY: our child; WNOHANG (1) never blocks.
+                let done = unsafe { waitpid(pid, &mut status, 1) };
+                if done == pid {
+                    break;
+                }
+                if waited.elapsed() > Duration::from_secs(5) {
+                    unsafe { kill(pid, 9) };
+                    panic!("a child forked while renewals ran hung (fork {forks})");
+                }
+                sleep(Duration::from_micros(200));
+            }
+            assert_eq!(status, 0, "the child saw or stopped its parent's watchdog");
+        }
+        assert!(forks > 50, "{forks} forks");
+        assert_eq!(holder(&store, key).as_deref(), Some(&b"ours"[..]));
+        unwatch(key, b"ours");
+        store.run(key, cmd("DEL").arg(key)).unwrap();
     }
 }

@@ -108,7 +108,8 @@ fn lock_info(id: &[u8]) -> Result<ZBox<ZendHashTable>> {
         }
         None => table.insert("lifetime", ())?,
     }
-    let millis = |duration: std::time::Duration| i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
+    let millis =
+        |duration: std::time::Duration| i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
     table.insert("lease_ms", info.lease.map_or(0, millis))?;
     // Only for a lock this process holds: when its lease, as last renewed,
     // runs out, and how much longer it is renewed (`lock_expire`).
