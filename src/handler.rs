@@ -344,7 +344,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
                     let left_over = false;
                     request.read(sid, Read::Writable { stored, left_over })
                 });
-                self.lock = Some(held);
+                self.lock = Some(*held);
                 return Ok(data);
             }
             Acquired::Busy(_) if !lock_settings.failure_readonly => {

@@ -638,7 +638,7 @@ impl Timer {
             },
             value: TimeSpec {
                 seconds: c_long::try_from(after.as_secs()).unwrap_or(c_long::MAX),
-                nanos: c_long::try_from(after.subsec_nanos()).unwrap_or(0),
+                nanos: c_long::from(after.subsec_nanos()),
             },
         };
         // SAFETY: a valid spec; the old one is not asked for. It fails only

@@ -181,7 +181,7 @@ impl HeldLock {
 
 pub enum Acquired {
     /// The lock is ours; the data was read under it (`None`: no session yet).
-    Locked(HeldLock, Option<Vec<u8>>),
+    Locked(Box<HeldLock>, Option<Vec<u8>>),
     /// Gave up waiting. The data is there only when `failure_readonly` asked for it.
     Busy(Option<Vec<u8>>),
     /// Did not queue: this many already waited (`max_waiters`). The data as for `Busy`.
@@ -500,7 +500,7 @@ pub fn acquire_and_read(
             Ok(Some(data)) => {
                 stats::lock_attempt(true, Duration::ZERO);
                 return Ok((
-                    Acquired::Locked(acquisition.into_held(), data),
+                    Acquired::Locked(Box::new(acquisition.into_held()), data),
                     Duration::ZERO,
                 ));
             }
@@ -527,7 +527,9 @@ pub fn acquire_and_read(
         // A lock this attempt finds ours was taken by it, or handed over
         // since the one before (whose send time `taken` still holds).
         match acquisition.attempt(store, queue_for, read_if_busy) {
-            Ok(Attempt::Locked(data)) => break Acquired::Locked(acquisition.into_held(), data),
+            Ok(Attempt::Locked(data)) => {
+                break Acquired::Locked(Box::new(acquisition.into_held()), data);
+            }
             Ok(Attempt::Busy(data)) if last => break Acquired::Busy(data),
             Ok(Attempt::Busy(_)) => waited = true,
             Ok(Attempt::Rejected(data, waiting)) => break Acquired::Rejected(data, waiting),
@@ -543,7 +545,7 @@ pub fn acquire_and_read(
         // No hand-over, or a reply lost on the way: the next attempt finds
         // the lock ours if it was handed over.
         if let Ok(Some(data)) = acquisition.wait_for_hand_over(store, piece) {
-            break Acquired::Locked(acquisition.into_held(), data);
+            break Acquired::Locked(Box::new(acquisition.into_held()), data);
         }
     };
     let waited = if waited {
