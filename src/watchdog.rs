@@ -410,6 +410,10 @@ fn run(watchdog: &'static Watchdog) {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| renew(&mut clusters, &due)))
                 .unwrap_or_else(|_| due.iter().map(|_| Outcome::Failed).collect());
         let mut state = watchdog.state();
+        // Stopped during the round: the timer `stop` armed is not undone.
+        if state.stopping {
+            return;
+        }
         state.connected = true;
         for (renewal, outcome) in due.iter().zip(outcomes) {
             // One unwatched meanwhile is no longer ours to judge.
@@ -799,6 +803,57 @@ mod cluster_tests {
         sleep(LEASE);
         assert_eq!(lost(), lost_before + 1, "a lost lock is tried once");
         unwatch(key, b"ours");
+        store.run(key, cmd("DEL").arg(key)).unwrap();
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn the_thread_blocks_signals_and_stops_in_time_while_renewing() {
+        let store = store();
+        let key: &[u8] = b"{wd-stop}_LOCK";
+        let taken = take(&store, key, b"ours");
+        watch_for(key, b"ours", taken, Duration::from_secs(30));
+        sleep(LEASE);
+        // PHP's max_execution_time (SIGPROF), pcntl's and php-fpm's signals.
+        let blocked = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .flatten()
+            .find(|task| {
+                std::fs::read_to_string(task.path().join("comm"))
+                    .is_ok_and(|name| name.trim() == "rcs-watchdog")
+            })
+            .map(|task| std::fs::read_to_string(task.path().join("status")).unwrap())
+            .and_then(|status| {
+                let mask = status
+                    .lines()
+                    .find_map(|line| line.strip_prefix("SigBlk:"))?;
+                u64::from_str_radix(mask.trim(), 16).ok()
+            })
+            .expect("the thread and its signal mask");
+        for signal in [2, 10, 12, 14, 15, 17, 27] {
+            assert_ne!(
+                blocked & (1 << (signal - 1)),
+                0,
+                "signal {signal} not blocked"
+            );
+        }
+        let stopping = Instant::now();
+        assert!(stop());
+        assert!(stopping.elapsed() < STOP_WAIT);
+        let stopped = Instant::now();
+        while holder(&store, key).is_some() {
+            assert!(
+                stopped.elapsed() <= LEASE,
+                "renewed after the thread stopped"
+            );
+            sleep(Duration::from_millis(20));
+        }
+        // The next lock starts a thread again (Apache's graceful restart).
+        let taken = take(&store, key, b"again");
+        watch_for(key, b"again", taken, Duration::from_secs(30));
+        sleep(2 * LEASE);
+        assert_eq!(holder(&store, key).as_deref(), Some(&b"again"[..]));
+        unwatch(key, b"again");
         store.run(key, cmd("DEL").arg(key)).unwrap();
     }
 
