@@ -95,6 +95,9 @@ struct Entry {
     expires: Instant,
     /// When to renew next; `None` once renewals ended (capped, lost) or while in flight.
     due: Option<Instant>,
+    /// Renewed at least once: its request has outlived the first interval, so
+    /// it may go a little early, with a round that renews others.
+    renewed: bool,
 }
 
 #[derive(Default)]
@@ -211,6 +214,7 @@ pub fn watch(
         cap,
         expires: lock.taken + lease,
         due: Some(due),
+        renewed: false,
     });
     WATCHING.set(true);
     if state.armed.is_none_or(|armed| due < armed) {
@@ -439,7 +443,14 @@ fn run(watchdog: &'static Watchdog) {
 fn due_renewals(state: &mut State, now: Instant) -> Vec<Renewal> {
     let mut due = Vec::new();
     for entry in &mut state.entries {
-        if entry.due.is_none_or(|at| at > now) {
+        // Up to a quarter interval early, so that the locks of one process
+        // fall into the same rounds and each primary gets one write per round.
+        let early = if entry.renewed {
+            interval(entry.lease) / 4
+        } else {
+            Duration::ZERO
+        };
+        if entry.due.is_none_or(|at| at > now + early) {
             continue;
         }
         entry.due = None;
@@ -471,6 +482,7 @@ fn apply(entry: &mut Entry, outcome: Outcome) {
             stats::lease_renewed();
             entry.expires = sent + ttl;
             entry.due = Some(sent + interval(entry.lease));
+            entry.renewed = true;
         }
         Outcome::Lost => stats::lease_lost(),
         Outcome::Failed => {
@@ -737,6 +749,50 @@ mod cluster_tests {
         while holder(&store, key).is_some() {
             assert!(let_go.elapsed() <= LEASE, "outlived its lease once let go");
             sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn opened() -> u64 {
+        stats::snapshot()
+            .into_iter()
+            .find_map(|(name, stat)| match stat {
+                stats::Stat::Group(events) if name == "node_connections" => events
+                    .into_iter()
+                    .find_map(|(event, n)| (event == "opened").then_some(n)),
+                _ => None,
+            })
+            .unwrap()
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn many_locks_are_renewed_over_one_connection_per_primary() {
+        let store = store();
+        let keys: Vec<Vec<u8>> = (0..12)
+            .map(|n| format!("{{wd-many-{n}}}_LOCK").into_bytes())
+            .collect();
+        let primaries: std::collections::HashSet<String> = keys
+            .iter()
+            .map(|key| crate::store::cluster_tests::owners(key).0)
+            .collect();
+        let taken: Vec<Instant> = keys.iter().map(|key| take(&store, key, b"ours")).collect();
+        let opened_before = opened();
+        for (key, taken) in keys.iter().zip(taken) {
+            watch_for(key, b"ours", taken, Duration::from_secs(30));
+        }
+        sleep(4 * LEASE);
+        for key in &keys {
+            assert_eq!(holder(&store, key).as_deref(), Some(&b"ours"[..]));
+        }
+        let opened = opened() - opened_before;
+        assert!(
+            opened <= primaries.len() as u64,
+            "{opened} connections for {} primaries",
+            primaries.len()
+        );
+        for key in &keys {
+            unwatch(key, b"ours");
+            store.run(key, cmd("DEL").arg(key)).unwrap();
         }
     }
 
