@@ -716,11 +716,23 @@ mod cluster_tests {
         watch(&config(), lock, LEASE, lock_expire).unwrap();
     }
 
+    /// A lock taken and watched with `lock_expire` 30 s.
+    fn hold(store: &ClusterStore, key: &[u8], secret: &[u8]) {
+        let taken = take(store, key, secret);
+        watch_for(key, secret, taken, Duration::from_secs(30));
+    }
+
     fn holder(store: &ClusterStore, key: &[u8]) -> Option<Vec<u8>> {
         match store.run(key, cmd("GET").arg(key)).unwrap() {
             Reply::Data(secret) => Some(secret),
             _ => None,
         }
+    }
+
+    /// The test's end: the lock leaves the watchdog and the cluster.
+    fn let_go(store: &ClusterStore, key: &[u8], secret: &[u8]) {
+        unwatch(key, secret);
+        store.run(key, cmd("DEL").arg(key)).unwrap();
     }
 
     fn lost() -> u64 {
@@ -738,8 +750,7 @@ mod cluster_tests {
     fn a_renewed_lock_outlives_leases_and_expires_within_one_once_let_go() {
         let store = store();
         let key: &[u8] = b"{wd-renewed}_LOCK";
-        let taken = take(&store, key, b"ours");
-        watch_for(key, b"ours", taken, Duration::from_secs(30));
+        hold(&store, key, b"ours");
         sleep(4 * LEASE);
         assert_eq!(holder(&store, key).as_deref(), Some(&b"ours"[..]));
         let lease = lease_of(key).expect("renewed by this process");
@@ -791,8 +802,7 @@ mod cluster_tests {
             primaries.len()
         );
         for key in &keys {
-            unwatch(key, b"ours");
-            store.run(key, cmd("DEL").arg(key)).unwrap();
+            let_go(&store, key, b"ours");
         }
     }
 
@@ -802,8 +812,7 @@ mod cluster_tests {
         let store = store();
         let keys: [&[u8]; 2] = [b"{wd-end-a}_LOCK", b"{wd-end-b}_LOCK"];
         for key in keys {
-            let taken = take(&store, key, b"ours");
-            watch_for(key, b"ours", taken, Duration::from_secs(30));
+            hold(&store, key, b"ours");
         }
         sleep(2 * LEASE);
         // A thread gone with its request (a fatal error, a lost release).
@@ -858,8 +867,7 @@ mod cluster_tests {
         );
         sleep(LEASE);
         assert_eq!(lost(), lost_before + 1, "a lost lock is tried once");
-        unwatch(key, b"ours");
-        store.run(key, cmd("DEL").arg(key)).unwrap();
+        let_go(&store, key, b"ours");
     }
 
     #[test]
@@ -867,8 +875,7 @@ mod cluster_tests {
     fn the_thread_blocks_signals_and_stops_in_time_while_renewing() {
         let store = store();
         let key: &[u8] = b"{wd-stop}_LOCK";
-        let taken = take(&store, key, b"ours");
-        watch_for(key, b"ours", taken, Duration::from_secs(30));
+        hold(&store, key, b"ours");
         sleep(LEASE);
         // PHP's max_execution_time (SIGPROF), pcntl's and php-fpm's signals.
         let blocked = std::fs::read_dir("/proc/self/task")
@@ -905,12 +912,10 @@ mod cluster_tests {
             sleep(Duration::from_millis(20));
         }
         // The next lock starts a thread again (Apache's graceful restart).
-        let taken = take(&store, key, b"again");
-        watch_for(key, b"again", taken, Duration::from_secs(30));
+        hold(&store, key, b"again");
         sleep(2 * LEASE);
         assert_eq!(holder(&store, key).as_deref(), Some(&b"again"[..]));
-        unwatch(key, b"again");
-        store.run(key, cmd("DEL").arg(key)).unwrap();
+        let_go(&store, key, b"again");
     }
 
     unsafe extern "C" {
@@ -981,7 +986,6 @@ mod cluster_tests {
         }
         assert!(forks > 50, "{forks} forks");
         assert_eq!(holder(&store, key).as_deref(), Some(&b"ours"[..]));
-        unwatch(key, b"ours");
-        store.run(key, cmd("DEL").arg(key)).unwrap();
+        let_go(&store, key, b"ours");
     }
 }
