@@ -199,7 +199,8 @@ pub fn watch(
     if state.stopping {
         return Ok(());
     }
-    if state.thread.is_none() {
+    // Started by the first lock, and again if a panic ever ended it.
+    if state.thread.as_ref().is_none_or(JoinHandle::is_finished) {
         state.thread = Some(start_thread(watchdog)?);
     }
     let id = state.next_id;
