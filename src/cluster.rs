@@ -253,6 +253,20 @@ impl Cluster {
         self.replica_links.clear();
     }
 
+    /// Closes the connections to primaries that own none of `slots` (a seed
+    /// asked for the map, a lock's primary once the lock is let go of).
+    pub fn close_connections_except(&mut self, slots: &[u16]) {
+        for (index, node) in self.nodes.iter_mut().enumerate() {
+            let owner = u16::try_from(index).unwrap_or(NO_OWNER);
+            if !slots
+                .iter()
+                .any(|&slot| self.slots[usize::from(slot)] == owner)
+            {
+                node.connection = None;
+            }
+        }
+    }
+
     /// Sends the request to its slot's primary and returns the replies,
     /// following redirects and retrying until its deadline. Error replies
     /// other than redirects come back as `Value::ServerError`.

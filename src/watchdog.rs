@@ -426,15 +426,26 @@ fn run(watchdog: &'static Watchdog) {
                 apply(entry, outcome);
             }
         }
-        let close = state.entries.is_empty();
-        if close {
+        if state.entries.is_empty() {
             state.connected = false;
         }
+        // The connections kept: one to each primary of a lock still renewed.
+        let held: Vec<(Arc<ConnectionConfig>, u16)> = state
+            .entries
+            .iter()
+            .filter(|entry| entry.due.is_some())
+            .map(|entry| (entry.config.clone(), hash_slot(&entry.lock_key)))
+            .collect();
         let next = next_due(&state);
         watchdog.timer.arm(&mut state, next);
         drop(state);
-        if close {
-            clusters.iter_mut().for_each(|(_, c)| c.close_connections());
+        for (config, cluster) in &mut clusters {
+            let slots: Vec<u16> = held
+                .iter()
+                .filter(|(held_on, _)| held_on == config)
+                .map(|&(_, slot)| slot)
+                .collect();
+            cluster.close_connections_except(&slots);
         }
     }
 }
