@@ -273,12 +273,20 @@ pub(crate) enum Attempt {
 }
 
 impl Acquisition {
+    /// An acquisition whose first call is sent after `started`.
     pub(crate) fn new(
         keys: LockKeys,
         lock: &LockSettings,
         refresh: Option<Duration>,
+        started: Instant,
     ) -> Result<Self> {
-        Ok(Self::with_secret(keys, lock, refresh, new_secret()?))
+        Ok(Self::with_secret(
+            keys,
+            lock,
+            refresh,
+            new_secret()?,
+            started,
+        ))
     }
 
     /// An acquisition that will hold the lock with `secret`.
@@ -287,6 +295,7 @@ impl Acquisition {
         lock: &LockSettings,
         refresh: Option<Duration>,
         secret: String,
+        started: Instant,
     ) -> Self {
         Acquisition {
             wait_list: keys.next(&secret),
@@ -300,7 +309,7 @@ impl Acquisition {
                 read_nothing: false,
                 pid: std::process::id(),
                 renewed: false,
-                taken: Instant::now(),
+                taken: started,
             },
             refresh_s: refresh.map_or(0, whole_seconds).to_string(),
             max_waiters: lock.max_waiters.unwrap_or(0),
@@ -494,7 +503,7 @@ pub fn acquire_and_read(
     plain_first: bool,
 ) -> Result<(Acquired, Duration)> {
     let started = Instant::now();
-    let mut acquisition = Acquisition::new(keys, lock, refresh)?;
+    let mut acquisition = Acquisition::new(keys, lock, refresh, started)?;
     if plain_first {
         match acquisition.lock_and_read(store, lock.ttl) {
             Ok(Some(data)) => {
@@ -1051,7 +1060,8 @@ mod cluster_tests {
     /// An acquisition with a secret of another process: the tests play
     /// several processes in one thread.
     fn another_process(keys: &LockKeys, ttl: Duration) -> Acquisition {
-        let mut acquisition = Acquisition::new(keys.clone(), &lock_settings(ttl), None).unwrap();
+        let mut acquisition =
+            Acquisition::new(keys.clone(), &lock_settings(ttl), None, Instant::now()).unwrap();
         acquisition.held.secret = random_hex::<16>().unwrap();
         acquisition.wait_list = keys.next(&acquisition.held.secret);
         acquisition

@@ -56,7 +56,7 @@ pub(crate) mod server;
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, LazyLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use stateright::{Checker, Model, Property};
 
@@ -69,6 +69,9 @@ use crate::settings::{LockSettings, ReleaseCommand};
 use crate::store::Reply;
 
 /// The data key's TTL (`gc_maxlifetime`): longer than any run.
+/// Every model acquisition's send time: one instant, so that states that
+/// differ in nothing else compare equal.
+static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
 const DATA_TTL: Duration = Duration::from_secs(3600);
 /// A sliding lifetime a holder may set: past the end of a run too.
 const SLIDING: Duration = Duration::from_secs(7200);
@@ -430,6 +433,7 @@ impl LockModel {
                     &self.lock,
                     self.refresh.then_some(DATA_TTL),
                     secret(c, n),
+                    *EPOCH,
                 )));
                 client.deadline = self
                     .lock
