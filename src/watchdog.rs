@@ -419,15 +419,11 @@ fn run(watchdog: &'static Watchdog) {
         if state.stopping {
             return;
         }
-        state.connected = true;
         for (renewal, outcome) in due.iter().zip(outcomes) {
             // One unwatched meanwhile is no longer ours to judge.
             if let Some(entry) = state.entries.iter_mut().find(|e| e.id == renewal.id) {
                 apply(entry, outcome);
             }
-        }
-        if state.entries.is_empty() {
-            state.connected = false;
         }
         // The connections kept: one to each primary of a lock still renewed.
         let held: Vec<(Arc<ConnectionConfig>, u16)> = state
@@ -436,6 +432,7 @@ fn run(watchdog: &'static Watchdog) {
             .filter(|entry| entry.due.is_some())
             .map(|entry| (entry.config.clone(), hash_slot(&entry.lock_key)))
             .collect();
+        state.connected = !held.is_empty();
         let next = next_due(&state);
         watchdog.timer.arm(&mut state, next);
         drop(state);
