@@ -335,10 +335,11 @@ impl LockSettings {
             max_waiters: u32::try_from(ini.long(c"rediscluster_session.max_waiters"))
                 .ok()
                 .filter(|&cap| cap > 0),
+            // No longer than the longest lock: the clock arithmetic stays in range.
             lease: u64::try_from(ini.long(c"rediscluster_session.lock_lease_ms"))
                 .ok()
                 .filter(|&ms| ms > 0)
-                .map(Duration::from_millis),
+                .map(|ms| Duration::from_millis(ms.min(MAX_LOCK_TTL_SECS * 1000))),
         }
     }
 }
@@ -553,23 +554,6 @@ mod tests {
         assert_eq!(lock.retries, Some(5));
     }
 
-    #[test]
-    fn the_lease_is_off_unless_positive() {
-        let load = |ms: &'static str| {
-            let set = [
-                (c"redis.session.locking_enabled", "1"),
-                (c"rediscluster_session.lock_lease_ms", ms),
-            ];
-            Settings::load(&ini(&set), Failover::None)
-                .lock
-                .unwrap()
-                .lease
-        };
-        assert_eq!(load("0"), None);
-        assert_eq!(load("-5"), None);
-        assert_eq!(load("1500"), Some(Duration::from_millis(1500)));
-    }
-
     /// PHP's INI with phpredis 5.3's registered lock defaults, where the
     /// user set only `set`.
     struct Phpredis53 {
@@ -697,6 +681,14 @@ mod tests {
             let ttl = load(c"redis.session.lock_expire", huge).ttl;
             assert_eq!(ttl, Duration::from_secs(MAX_LOCK_TTL_SECS));
         }
+        let lease = |ms| load(c"rediscluster_session.lock_lease_ms", ms).lease;
+        assert_eq!(
+            lease("9223372036854775807"),
+            Some(Duration::from_secs(MAX_LOCK_TTL_SECS))
+        );
+        assert_eq!(lease("1500"), Some(Duration::from_millis(1500)));
+        assert_eq!(lease("0"), None);
+        assert_eq!(lease("-1"), None);
         let forever = LockSettings {
             wait: Duration::from_micros(i64::MAX.unsigned_abs()),
             retries: Some(u64::MAX),

@@ -21,6 +21,7 @@ use crate::resp::{Decimal, pack, packed};
 use crate::script::LuaScript;
 use crate::settings::{ReleaseCommand, ReplicaAck};
 use crate::stats;
+use crate::watchdog::{self, Watched};
 
 /// A reply, in the few shapes the session logic reads.
 #[derive(Clone, Debug, PartialEq)]
@@ -155,6 +156,11 @@ pub trait LockStore {
         command: ReleaseCommand,
         queue: &[u8],
     ) -> Result<Option<(bool, u64)>>;
+    /// Has the watchdog renew the lease of a lock just taken (see
+    /// [`crate::watchdog::watch`]); stores of tests renew nothing.
+    fn watch(&mut self, _lock: Watched) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Clusters one thread keeps; a worker alternating between a few save_paths
@@ -427,7 +433,7 @@ impl ClusterStore {
 }
 
 /// EVAL/EVALSHA, packed.
-fn script_command(verb: &str, body: &str, keys: &[&[u8]], args: &[&[u8]]) -> Vec<u8> {
+pub(crate) fn script_command(verb: &str, body: &str, keys: &[&[u8]], args: &[&[u8]]) -> Vec<u8> {
     let key_count = Decimal::from(keys.len() as u64);
     let mut all: Vec<&[u8]> = Vec::with_capacity(3 + keys.len() + args.len());
     all.extend([verb.as_bytes(), body.as_bytes(), key_count.as_bytes()]);
@@ -473,7 +479,7 @@ fn failed(err: &RedisError, context: &str) -> anyhow::Error {
     anyhow!("{context}: {err}")
 }
 
-fn error_kind(err: &RedisError) -> stats::ErrorKind {
+pub(crate) fn error_kind(err: &RedisError) -> stats::ErrorKind {
     let text = err.to_string();
     if text.contains("certificate") || text.contains("TLS") || text.contains("tls") {
         return stats::ErrorKind::Tls;
@@ -681,6 +687,10 @@ impl SessionStore for ClusterStore {
 }
 
 impl LockStore for ClusterStore {
+    fn watch(&mut self, lock: Watched) -> std::io::Result<()> {
+        watchdog::watch(&self.config, lock)
+    }
+
     fn eval(&mut self, script: &LuaScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<Reply> {
         self.script(script, keys, args, None)
             .map(|(reply, _)| reply)

@@ -37,19 +37,22 @@ use anyhow::{Result, anyhow, bail};
 
 use crate::keys::LockKeys;
 use crate::lifetime::{Change, Lifetime};
+use crate::resp::Decimal;
 use crate::script::LuaScript;
 use crate::settings::{LockSettings, ReleaseCommand, ReplicaAck};
 use crate::stats;
 use crate::store::{LockStore, PlainRead, Reply, whole_seconds};
+use crate::watchdog;
 
 #[cfg(test)]
 pub(crate) mod model;
 mod scripts;
 
+pub(crate) use scripts::RENEW_LEASE;
 #[cfg(test)]
 pub(crate) use scripts::SCRIPTS;
 use scripts::{
-    ACQUIRE_AND_READ, DESTROY_AND_RELEASE, READ_AND_RENEW, RELEASE, RENEW_LEASE, TOUCH_AND_RELEASE,
+    ACQUIRE_AND_READ, DESTROY_AND_RELEASE, READ_AND_RENEW, RELEASE, TOUCH_AND_RELEASE,
     WRITE_AND_RELEASE,
 };
 
@@ -196,20 +199,24 @@ impl HeldLock {
         Some(left.to_string())
     }
 
-    /// What the watchdog needs to renew this lock's lease; `None` without one.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "the watchdog (issue 38, items 4 and 5) calls it")
-    )]
-    pub(crate) fn lease(&self) -> Option<Lease> {
+    /// What the watchdog renews this lock's lease with; `None` without one.
+    pub fn lease(&self) -> Option<watchdog::Watched<'_>> {
         let leased = self.leased.as_ref()?;
-        Some(Lease {
-            lock: self.keys.lock.clone(),
-            secret: self.secret.clone(),
+        Some(watchdog::Watched {
+            lock_key: &self.keys.lock,
+            secret: self.secret.as_bytes(),
             lease: leased.lease,
             taken_at: leased.taken_at,
             lock_expire: leased.lock_expire,
         })
+    }
+
+    /// Out of the watchdog, before a call that releases the lock: a renewal
+    /// answered after it would count a lock lost.
+    fn unwatch(&self) {
+        if self.leased.is_some() {
+            watchdog::unwatch(&self.keys.lock, self.secret.as_bytes());
+        }
     }
 
     /// Held by the process this one was forked from.
@@ -229,6 +236,19 @@ impl HeldLock {
     pub(crate) fn secret(&self) -> &str {
         &self.secret
     }
+}
+
+/// Calls `call` with [`RENEW_LEASE`], its keys and arguments: a renewal of
+/// `lock`, held with `secret`, for `ttl` (see [`renewal_ttl`]). Its reply is
+/// 1 while the lock is still this holder's.
+pub(crate) fn renewal_call<R>(
+    lock: &[u8],
+    secret: &[u8],
+    ttl: Duration,
+    call: impl FnOnce(&LuaScript, &[&[u8]], &[&[u8]]) -> R,
+) -> R {
+    let ttl_ms = Decimal::from(millis(ttl));
+    call(&RENEW_LEASE, &[lock], &[secret, ttl_ms.as_bytes()])
 }
 
 /// Calls `call` with `args`, followed with a lease by `lease_args` (the
@@ -259,45 +279,9 @@ pub(crate) fn renewal_ttl(
     (!left.is_zero()).then(|| left.min(lease))
 }
 
-/// A held lock's lease, as the watchdog renews it. No `Debug` outside
-/// tests: the secret must never be printed.
-#[cfg_attr(test, derive(Debug))]
-pub(crate) struct Lease {
-    /// The lock key: the node that serves its slot gets the renewal.
-    pub lock: Vec<u8>,
-    secret: String,
-    lease: Duration,
-    taken_at: Instant,
-    lock_expire: Duration,
-}
-
-#[cfg_attr(
-    not(test),
-    expect(dead_code, reason = "the watchdog (issue 38, items 4 and 5) calls it")
-)]
-impl Lease {
-    /// Calls `call` with [`RENEW_LEASE`], its keys and arguments for a
-    /// renewal sent at `now`; `None` once `lock_expire` has passed since the
-    /// take: the lock then lapses, as without a lease. Its reply is 1 while
-    /// the lock is still this holder's.
-    pub(crate) fn renewal_call<R>(
-        &self,
-        now: Instant,
-        call: impl FnOnce(&LuaScript, &[&[u8]], &[&[u8]]) -> R,
-    ) -> Option<R> {
-        let ttl = renewal_ttl(self.lease, self.taken_at, self.lock_expire, now)?;
-        let ttl_ms = millis(ttl).to_string();
-        Some(call(
-            &RENEW_LEASE,
-            &[&self.lock],
-            &[self.secret.as_bytes(), ttl_ms.as_bytes()],
-        ))
-    }
-}
-
 pub enum Acquired {
     /// The lock is ours; the data was read under it (`None`: no session yet).
-    Locked(HeldLock, Option<Vec<u8>>),
+    Locked(Box<HeldLock>, Option<Vec<u8>>),
     /// Gave up waiting. The data is there only when `failure_readonly` asked for it.
     Busy(Option<Vec<u8>>),
     /// Did not queue: this many already waited (`max_waiters`). The data as for `Busy`.
@@ -395,12 +379,20 @@ pub(crate) enum Attempt {
 }
 
 impl Acquisition {
+    /// An acquisition whose first call is sent after `started`.
     pub(crate) fn new(
         keys: LockKeys,
         lock: &LockSettings,
         refresh: Option<Duration>,
+        started: Instant,
     ) -> Result<Self> {
-        Ok(Self::with_secret(keys, lock, refresh, new_secret()?))
+        Ok(Self::with_secret(
+            keys,
+            lock,
+            refresh,
+            new_secret()?,
+            started,
+        ))
     }
 
     /// An acquisition that will hold the lock with `secret`.
@@ -409,6 +401,7 @@ impl Acquisition {
         lock: &LockSettings,
         refresh: Option<Duration>,
         secret: String,
+        started: Instant,
     ) -> Self {
         let take_ttl = lock.lease.map_or(lock.ttl, |lease| lease.min(lock.ttl));
         let handed = |lease: Duration| lease.saturating_add(HAND_OVER_TIMEOUT).min(lock.ttl);
@@ -427,7 +420,7 @@ impl Acquisition {
                     Box::new(Leased {
                         lease,
                         lock_expire: lock.ttl,
-                        taken_at: Instant::now(),
+                        taken_at: started,
                         retake_fence: None,
                         fence_lasts: true,
                     })
@@ -454,7 +447,7 @@ impl Acquisition {
         wait: Duration,
         read_if_busy: bool,
     ) -> Result<Attempt> {
-        self.taking_at(Instant::now());
+        self.taking_at(Instant::now);
         let reply = self.attempt_call(wait, read_if_busy, |keys, args| {
             store.eval(&ACQUIRE_AND_READ, keys, args)
         })?;
@@ -508,9 +501,9 @@ impl Acquisition {
 
     /// Marks the call about to take the lock as sent at `at`: a lease is
     /// renewed, or the lock re-taken, within `lock_expire` of the last one.
-    pub(crate) fn taking_at(&mut self, at: Instant) {
+    pub(crate) fn taking_at(&mut self, at: impl FnOnce() -> Instant) {
         if let Some(leased) = &mut self.held.leased {
-            leased.taken_at = at;
+            leased.taken_at = at();
         }
     }
 
@@ -563,7 +556,7 @@ impl Acquisition {
     /// secret again after a failover undid the take, and this acquisition
     /// has not queued.
     fn lock_and_read(&mut self, store: &mut impl LockStore) -> Result<Option<Option<Vec<u8>>>> {
-        self.taking_at(Instant::now());
+        self.taking_at(Instant::now);
         let keys = &self.held.keys;
         let read = store.lock_and_read(
             &keys.lock,
@@ -658,13 +651,13 @@ pub fn acquire_and_read(
     plain_first: bool,
 ) -> Result<(Acquired, Duration)> {
     let started = Instant::now();
-    let mut acquisition = Acquisition::new(keys, lock, refresh)?;
+    let mut acquisition = Acquisition::new(keys, lock, refresh, started)?;
     if plain_first {
         match acquisition.lock_and_read(store) {
             Ok(Some(data)) => {
                 stats::lock_attempt(true, Duration::ZERO);
                 return Ok((
-                    Acquired::Locked(acquisition.into_held(), data),
+                    Acquired::Locked(Box::new(acquisition.into_held()), data),
                     Duration::ZERO,
                 ));
             }
@@ -682,13 +675,18 @@ pub fn acquire_and_read(
     let longest_piece = longest_piece(lock);
     let mut waited = false;
     let outcome = loop {
-        let remaining = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
+        let now = Instant::now();
+        let remaining = deadline.map(|deadline| deadline.saturating_duration_since(now));
         let last = remaining.is_some_and(|remaining| remaining.is_zero());
         let piece = remaining.map_or(longest_piece, |r| r.min(longest_piece));
         let read_if_busy = last && lock.failure_readonly;
         let queue_for = if last { Duration::ZERO } else { piece };
+        // A lock this attempt finds ours was taken by it, or handed over
+        // since the one before (whose send time the lease counts from).
         match acquisition.attempt(store, queue_for, read_if_busy) {
-            Ok(Attempt::Locked(data)) => break Acquired::Locked(acquisition.into_held(), data),
+            Ok(Attempt::Locked(data)) => {
+                break Acquired::Locked(Box::new(acquisition.into_held()), data);
+            }
             Ok(Attempt::Busy(data)) if last => break Acquired::Busy(data),
             Ok(Attempt::Busy(_)) => waited = true,
             Ok(Attempt::Rejected(data, waiting)) => break Acquired::Rejected(data, waiting),
@@ -702,7 +700,7 @@ pub fn acquire_and_read(
         // No hand-over, or a reply lost on the way: the next attempt finds
         // the lock ours if it was handed over.
         if let Ok(Some(data)) = acquisition.wait_for_hand_over(store, piece) {
-            break Acquired::Locked(acquisition.into_held(), data);
+            break Acquired::Locked(Box::new(acquisition.into_held()), data);
         }
     };
     let waited = if waited {
@@ -820,6 +818,7 @@ pub fn save_and_release(
     lifetime: Change,
     ack: Option<ReplicaAck>,
 ) -> Result<Released> {
+    held.unwatch();
     let ack = ack.filter(|_| matches!(save, Save::Write));
     let (released, acked) =
         held.save_call(save, data, ttl, lifetime, Instant::now(), |script, args| {
@@ -860,6 +859,7 @@ pub fn destroy_and_release(
     held: &HeldLock,
     ack: Option<ReplicaAck>,
 ) -> Result<(Released, Option<u32>)> {
+    held.unwatch();
     let (released, acked) = held.destroy_call(Instant::now(), |args| {
         run_release(store, &DESTROY_AND_RELEASE, held, args, ack)
     })?;
@@ -893,6 +893,7 @@ pub fn read_and_renew(
 /// them fall back to Lua (remembered per cluster). Returns whether the lock
 /// was still ours.
 pub fn release(store: &mut impl LockStore, held: &HeldLock) -> Result<bool> {
+    held.unwatch();
     let keys = &held.keys;
     let native = store.delete_if_equal(
         &keys.lock,
@@ -1208,7 +1209,8 @@ mod cluster_tests {
     /// An acquisition with a secret of another process: the tests play
     /// several processes in one thread.
     fn another_process(keys: &LockKeys, ttl: Duration) -> Acquisition {
-        let mut acquisition = Acquisition::new(keys.clone(), &lock_settings(ttl), None).unwrap();
+        let mut acquisition =
+            Acquisition::new(keys.clone(), &lock_settings(ttl), None, Instant::now()).unwrap();
         acquisition.held.secret = random_hex::<16>().unwrap();
         acquisition.wait_list = keys.next(&acquisition.held.secret);
         acquisition

@@ -481,9 +481,8 @@ impl LockModel {
                     &self.lock,
                     self.refresh.then_some(DATA_TTL),
                     secret(c, n),
+                    instant(0),
                 )));
-                // One time for every state until a take sets it.
-                client.acquisition_mut().taking_at(instant(0));
                 client.deadline = self
                     .lock
                     .total_wait()
@@ -501,7 +500,7 @@ impl LockModel {
             }
             Phase::Plain => {
                 if self.lock.lease.is_some() {
-                    client.acquisition_mut().taking_at(instant(now));
+                    client.acquisition_mut().taking_at(|| instant(now));
                 }
                 let acquisition = client.acquisition.as_ref().unwrap();
                 let secret = acquisition.held.secret().as_bytes().to_vec();
@@ -558,7 +557,7 @@ impl LockModel {
             } => {
                 let wait = Duration::from_millis(queue_ms as u64);
                 if self.lock.lease.is_some() {
-                    client.acquisition_mut().taking_at(instant(now));
+                    client.acquisition_mut().taking_at(|| instant(now));
                 }
                 let acquisition = client.acquisition.as_ref().unwrap();
                 let reply = acquisition.attempt_call(wait, read_if_busy, |keys, args| {
