@@ -1,5 +1,5 @@
 --TEST--
-rediscluster_session.lock_lease_ms: the watchdog renews the lock while its request sleeps (the write lands, renewals counted, lock_info shows the lease), stops at lock_expire, lets the lock of a holder killed with SIGKILL expire within one lease, and a holder that forks in a loop while renewals run keeps its lock with no child hanging
+rediscluster_session.lock_lease_ms: the watchdog renews the lock while its request sleeps (the write lands, renewals counted, lock_info shows the lease), stops at lock_expire, lets the lock of a holder killed with SIGKILL expire within one lease, a holder that forks in a loop while renewals run keeps its lock with no child hanging, and a take that a stalled primary applies after its client gave up leaves a lock of one lease at most
 --SKIPIF--
 <?php if (!function_exists('pcntl_fork')) die('skip pcntl not available'); ?>
 --FILE--
@@ -79,6 +79,27 @@ echo 'write_close ', json_encode(session_write_close()), "\\n";
 echo 'lost ', \$stats['locks_lost_to_expiry'], "\\n";
 PHP, $locking());
 echo "stored: ", rcs_cmd('GET', rcs_prefix() . $sid), "\n";
+
+echo "== a primary that stalls while a take is in flight\n";
+$sid = 'leasestall' . $run;
+$primary = rcs_primary_of(rcs_lock_key($sid));
+preg_match('/process_id:(\d+)/', Resp::send($primary, ['INFO', 'server']), $m);
+$stalled = (int)$m[1];
+exec("kill -STOP $stalled");
+try {
+    // It gives up; the primary applies the take once it runs again.
+    echo rcs_php("set_error_handler(fn() => true); session_id('$sid'); echo 'started ', json_encode(session_start()), PHP_EOL;",
+        $locking(['session.save_path' => rcs_save_path('timeout=1&read_timeout=1&prefix=' . urlencode(rcs_prefix()))]));
+} finally {
+    exec("kill -CONT $stalled");
+}
+$thawed = microtime(true);
+usleep(100000);
+$ttl = rcs_cmd('PTTL', rcs_lock_key($sid));
+echo "the lock it left lives at most one lease: ", json_encode($ttl <= 600), $ttl <= 600 ? '' : " ($ttl ms)", "\n";
+echo rcs_php("session_id('$sid'); session_start(); \$_SESSION['after'] = 1; echo 'next: write_close ', json_encode(session_write_close()), PHP_EOL;", $locking());
+$after = microtime(true) - $thawed;
+echo "the next request had the lock within 2 s: ", json_encode($after < 2.0), $after < 2.0 ? '' : " ($after s)", "\n";
 ?>
 --EXPECTF--
 == a holder that sleeps 3 s
@@ -98,3 +119,8 @@ forks over 20: true, hung: 0
 write_close true
 lost 0
 stored: forked|i:1;
+== a primary that stalls while a take is in flight
+started false
+the lock it left lives at most one lease: true
+next: write_close true
+the next request had the lock within 2 s: true
