@@ -47,7 +47,7 @@ try {
     $after = microtime(true) - $killed;
     echo "the next request: $status\n";
     echo "within 2 s of the kill: ", json_encode($after < 2.0), $after < 2.0 ? '' : " ($after s)", "\n";
-    echo "the pool says it terminated it: ", json_encode(str_contains(file_get_contents("$dir/fpm.log"), 'request_terminate_timeout')), "\n";
+    echo "the pool says it terminated it: ", json_encode(str_contains(file_get_contents("$dir/fpm.log"), 'execution timed out')), "\n";
 } finally {
     served_stop('fpm', $dir);
 }
