@@ -60,6 +60,7 @@ switch ($mode) {
         fflush(STDOUT);
         sleep((int)$argv[3]);
         session_write_close();
+        echo json_encode(['messages' => $messages, 'stats' => stats()]), "\n";
         break;
     case 'next':
         $ok = session_start();
