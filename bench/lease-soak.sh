@@ -34,13 +34,12 @@ trap cleanup EXIT
 seeds=$(cluster_seeds "$port" | sed 's/^/seed[]=/; s/,/\&seed[]=/g')
 
 # lock_wait_time 20 ms x 3000 retries: a waiter behind two 20-s holders waits up to 60 s.
-php_ours() {
-    "$PHP" -n -d extension="$EXT_SO" -d session.save_handler=rediscluster -d session.save_path="\"$seeds\"" \
-        -d session.use_cookies=0 -d session.use_strict_mode=0 -d session.gc_probability=0 \
-        -d redis.session.locking_enabled=1 -d redis.session.lock_expire=30 \
-        -d redis.session.lock_wait_time=20000 -d redis.session.lock_retries=3000 \
-        -d rediscluster_session.lock_lease_ms="$lease" "$ROOT/bench/lease.php" "$@"
-}
+# An array, not a function: started with &, the PHP process is the pid that cleanup kills.
+php_ours=("$PHP" -n -d extension="$EXT_SO" -d session.save_handler=rediscluster -d session.save_path="\"$seeds\""
+    -d session.use_cookies=0 -d session.use_strict_mode=0 -d session.gc_probability=0
+    -d redis.session.locking_enabled=1 -d redis.session.lock_expire=30
+    -d redis.session.lock_wait_time=20000 -d redis.session.lock_retries=3000
+    -d rediscluster_session.lock_lease_ms="$lease" "$ROOT/bench/lease.php")
 
 for _ in $(seq "$hogs"); do sh -c 'while :; do :; done' & pids+=($!); done
 deadline=$(($(date +%s) + minutes * 60))
@@ -49,14 +48,14 @@ workers=()
 for s in $(seq "$sessions"); do
     sid=soak$s$(openssl rand -hex 8)
     for k in $(seq "$per_session"); do
-        php_ours soak "$sid" "$deadline" "$hold" >"$out/$sid.$k.json" & workers+=($!)
+        "${php_ours[@]}" soak "$sid" "$deadline" "$hold" >"$out/$sid.$k.json" & workers+=($!)
     done
 done
 pids+=("${workers[@]}")
 wait "${workers[@]}"
 for f in "$out"/*.1.json; do
     sid=$(basename "$f" .1.json)
-    php_ours read "$sid" >"$out/$sid.read.json"
+    "${php_ours[@]}" read "$sid" >"$out/$sid.read.json"
 done
 printf 'lease-soak: lease %s ms, %s min, %s sessions x %s, %s busy loops: %s\n' "$lease" "$minutes" \
     "$sessions" "$per_session" "$hogs" "$("$PHP" -n "$ROOT/bench/lease.php" soak-summary "$out")"
