@@ -17,7 +17,7 @@ exec(sprintf('cc -o %s %s %s -L%s -lphp -lpthread -Wl,-rpath,%s 2>&1', escapeshe
     escapeshellarg(__DIR__ . '/zts/threads.c'), $includes, escapeshellarg("$prefix/lib"), escapeshellarg("$prefix/lib")), $out, $status);
 if ($status !== 0) die("cc failed:\n" . implode("\n", $out));
 
-foreach (['no lease' => [50, 0, []], 'a lease of 300 ms' => [5, 250000, ['rediscluster_session.lock_lease_ms' => '300']]]
+foreach (['no lease' => [50, 0, ['rediscluster_session.lock_lease_ms' => '0']], 'a lease of 300 ms' => [5, 250000, ['rediscluster_session.lock_lease_ms' => '300']]]
          as $case => [$rounds, $hold_us, $extra]) {
     echo "== $case\n";
     // The embedded PHP's php.ini: this extension, locking, and this test's save_path.

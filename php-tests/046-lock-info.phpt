@@ -8,9 +8,9 @@ $sid = 'lockinfo' . bin2hex(random_bytes(8));
 var_dump(rediscluster_session_lock_info($sid));
 // The holder keeps the lock until lock_info has looked (a time would race a loaded machine).
 $go = rcs_go_file();
-$holder = rcs_spawn(rcs_holder_code($sid, $go, 'holder'), rcs_locking(['redis.session.lock_expire' => '20']));
+$holder = rcs_spawn(rcs_holder_code($sid, $go, 'holder'), rcs_locking_unleased(['redis.session.lock_expire' => '20']));
 rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($sid)) === 1);
-$waiter = rcs_spawn(rcs_holder_code($sid, 0, 'waiter'), rcs_locking());
+$waiter = rcs_spawn(rcs_holder_code($sid, 0, 'waiter'), rcs_locking_unleased());
 rcs_wait_until(fn() => rcs_cmd('ZCARD', rcs_lock_key($sid) . '_FIFO') === 1);
 $info = rediscluster_session_lock_info($sid);
 echo "held: ", json_encode(['locked' => $info['locked'], 'ttl over 15 s' => $info['ttl_ms'] > 15000, 'waiters' => $info['waiters']]), "\n";

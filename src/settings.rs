@@ -25,8 +25,9 @@ pub const INI_DEFAULTS: [(&CStr, &CStr); 15] = [
     (c"rediscluster_session.write_replicas_timeout", c"100"),
     (c"rediscluster_session.lock_wait_notice_ms", c"0"),
     (c"rediscluster_session.max_waiters", c"0"),
-    // Off until a default is picked from measurement (issue 38).
-    (c"rediscluster_session.lock_lease_ms", c"0"),
+    // A dead holder gives way within about 1.1 s; a live one keeps its lock
+    // through 10 minutes of CPU starvation (bench/README.md).
+    (c"rediscluster_session.lock_lease_ms", c"1000"),
     (c"rediscluster_session.fallback_max_lag", c"10"),
 ];
 
