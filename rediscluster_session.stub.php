@@ -27,6 +27,9 @@
  * - connects: sets of cluster connections opened (with the slot map);
  *   reconnects: those after the first.
  * - errors: every failed command or connection attempt by kind, retried ones included.
+ * - lease_renewals, lease_renewal_failures: lock leases the watchdog renewed, and
+ *   renewals that failed (retried while the lease lasted); locks_lost_to_expiry:
+ *   renewals that found another holder or none (rediscluster_session.lock_lease_ms).
  *
  * @return array{
  *     locks_acquired: int,
@@ -41,7 +44,10 @@
  *     fallback_reads: array{primary: int, replica: int},
  *     connects: int,
  *     reconnects: int,
- *     errors: array{io: int, timeout: int, cluster: int, auth: int, tls: int, oom: int, server: int}
+ *     errors: array{io: int, timeout: int, cluster: int, auth: int, tls: int, oom: int, server: int},
+ *     lease_renewals: int,
+ *     lease_renewal_failures: int,
+ *     locks_lost_to_expiry: int
  * }
  */
 function rediscluster_session_stats(): array {}
@@ -52,10 +58,14 @@ function rediscluster_session_stats(): array {}
  * and how many requests wait for it; the data's TTL in milliseconds (-2: no
  * session) and its own lifetime (rediscluster_session_set_lifetime(): its
  * seconds, or those left before a fixed end, and whether it slides), or null.
+ * With rediscluster_session.lock_lease_ms, lease_ms is the lease (0: off) and,
+ * for a lock this process holds, lease_expires_ms is when its lease as last
+ * renewed runs out and lease_renewed_for_ms how much longer it is renewed
+ * (lock_expire from taking it); null for any other lock.
  * Never the lock's secret or the data. Null, with a warning, when the cluster
  * cannot be asked.
  *
- * @return array{locked: bool, ttl_ms: int, waiters: int, data_ttl_ms: int, lifetime: array{seconds: int, sliding: bool}|null}|null
+ * @return array{locked: bool, ttl_ms: int, waiters: int, data_ttl_ms: int, lifetime: array{seconds: int, sliding: bool}|null, lease_ms: int, lease_expires_ms: int|null, lease_renewed_for_ms: int|null}|null
  */
 function rediscluster_session_lock_info(string $id): ?array {}
 

@@ -62,6 +62,7 @@ rediscluster_session.write_replicas (effective) => 0
 rediscluster_session.write_replicas_timeout (effective) => 100
 rediscluster_session.lock_wait_notice_ms (effective) => 0
 rediscluster_session.max_waiters (effective) => 0
+rediscluster_session.lock_lease_ms (effective) => 1000
 rediscluster_session.fallback_max_lag (effective) => 10
 Lock wait, at most (effective) => 140 ms (7 retries × 20000 µs)
 Metrics => this process (and any it forks)
@@ -80,6 +81,9 @@ stats: reconnects => 0
 stats: node_connections => opened=0, closed_idle=0, replaced=0, refused_maxclients=0
 stats: slot_maps => fetched=0, shared=0
 stats: errors => io=0, timeout=0, cluster=0, auth=0, tls=0, oom=0, server=0
+stats: lease_renewals => 0
+stats: lease_renewal_failures => 0
+stats: locks_lost_to_expiry => 0
 Registered save handlers => files user rediscluster 
 bool(true)
 bool(true)

@@ -10,7 +10,7 @@ $cases = [
 ];
 foreach ($cases as $label => $ini) {
     $sid = 'lockttl' . bin2hex(random_bytes(8));
-    $child = rcs_spawn(rcs_holder_code($sid, 0.5), rcs_locking($ini));
+    $child = rcs_spawn(rcs_holder_code($sid, 0.5), rcs_locking_unleased($ini));
     rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($sid)) === 1);
     $pttl = rcs_cmd('PTTL', rcs_lock_key($sid));
     echo "$label: ", (int)ceil($pttl / 1000), " s\n";
@@ -20,10 +20,10 @@ foreach ($cases as $label => $ini) {
 // A holder that overruns its lock TTL loses the lock: the next process gets it
 // after about the TTL, not after the holder finishes.
 $sid = 'lockttl' . bin2hex(random_bytes(8));
-$holder = rcs_spawn(rcs_holder_code($sid, 4), rcs_locking(['max_execution_time' => '0', 'redis.session.lock_expire' => '1']));
+$holder = rcs_spawn(rcs_holder_code($sid, 4), rcs_locking_unleased(['max_execution_time' => '0', 'redis.session.lock_expire' => '1']));
 rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($sid)) === 1);
 $t = microtime(true);
-echo rcs_php("session_id('$sid'); var_dump(session_start());", rcs_locking(['redis.session.lock_retries' => '-1', 'redis.session.lock_wait_time' => '50000']));
+echo rcs_php("session_id('$sid'); var_dump(session_start());", rcs_locking_unleased(['redis.session.lock_retries' => '-1', 'redis.session.lock_wait_time' => '50000']));
 $waited = microtime(true) - $t;
 var_dump($waited > 0.3 && $waited < 2.5);
 echo rcs_wait($holder);

@@ -8,10 +8,10 @@ require __DIR__ . '/inc/setup.php';
 // overrun a time), so P1 closes while P2 holds.
 $sid = 'locklost' . bin2hex(random_bytes(8));
 [$p1_go, $p2_go] = [rcs_go_file(), rcs_go_file()];
-$p1 = rcs_spawn(rcs_holder_code($sid, $p1_go, 'first'), rcs_locking(['redis.session.lock_expire' => '1']));
+$p1 = rcs_spawn(rcs_holder_code($sid, $p1_go, 'first'), rcs_locking_unleased(['redis.session.lock_expire' => '1']));
 rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($sid)) === 1);
 usleep(300000);
-$p2 = rcs_spawn(rcs_holder_code($sid, $p2_go, 'second'), rcs_locking(['redis.session.lock_expire' => '10', 'redis.session.lock_retries' => '-1']));
+$p2 = rcs_spawn(rcs_holder_code($sid, $p2_go, 'second'), rcs_locking_unleased(['redis.session.lock_expire' => '10', 'redis.session.lock_retries' => '-1']));
 // P1's lock lives 1 s, P2's 10 s.
 echo "P2 took the expired lock: ", var_export(rcs_wait_until(fn() => rcs_cmd('PTTL', rcs_lock_key($sid)) > 5000), true), "\n";
 touch($p1_go);
@@ -24,7 +24,7 @@ var_dump(rcs_cmd('GET', rcs_prefix() . $sid));
 
 // Nobody holds the lock any more when the write comes: refused, nothing stored.
 $sid = 'locklost' . bin2hex(random_bytes(8));
-echo "alone:\n", rcs_php(rcs_holder_code($sid, 1.5, 'late'), rcs_locking(['redis.session.lock_expire' => '1']));
+echo "alone:\n", rcs_php(rcs_holder_code($sid, 1.5, 'late'), rcs_locking_unleased(['redis.session.lock_expire' => '1']));
 var_dump(rcs_cmd('EXISTS', rcs_prefix() . $sid), rcs_keys(rcs_prefix() . '*_LOCK'));
 
 // Unchanged data: PHP calls update_timestamp, which warns the same, with and
@@ -34,7 +34,7 @@ foreach (['0', '1'] as $early) {
     rcs_cmd('SET', rcs_prefix() . $sid, 'v|s:4:"kept";', 'EX', '100');
     echo "unchanged, early_refresh=$early:\n", rcs_php("session_id('$sid'); session_start();"
         . " rcs_cmd('DEL', rcs_lock_key('$sid')); session_write_close(); echo \"closed\\n\";",
-        rcs_locking(['redis.session.early_refresh' => $early, 'session.lazy_write' => '1']));
+        rcs_locking_unleased(['redis.session.early_refresh' => $early, 'session.lazy_write' => '1']));
 }
 ?>
 --EXPECTF--

@@ -9,8 +9,8 @@ $busy = 'statsbusy' . bin2hex(random_bytes(8));
 // and $busy until the child is done (not times: a loaded machine overruns them).
 $sid_held = "rcs_wait_until(fn() => rcs_cmd('ZCARD', rcs_lock_key('$sid') . '_FIFO') >= 1, 60); usleep(300000);";
 $go = rcs_go_file();
-$holders = [rcs_spawn("session_id('$sid'); session_start(); $sid_held session_write_close();", rcs_locking()),
-    rcs_spawn(rcs_holder_code($busy, $go), rcs_locking())];
+$holders = [rcs_spawn("session_id('$sid'); session_start(); $sid_held session_write_close();", rcs_locking_unleased()),
+    rcs_spawn(rcs_holder_code($busy, $go), rcs_locking_unleased())];
 rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($sid)) + rcs_cmd('EXISTS', rcs_lock_key($busy)) === 2);
 $dead = 'seed[]=127.0.0.1:1&timeout=0.2&read_timeout=0.2';
 
@@ -73,7 +73,7 @@ ob_start();
 phpinfo(INFO_MODULES);
 preg_match('/stats: locks_acquired => (\\d+)/', ob_get_clean(), \$m);
 echo "phpinfo locks_acquired: ", \$m[1] ?? 'MISSING', "\\n";
-PHP, rcs_locking());
+PHP, rcs_locking_unleased());
 touch($go);
 foreach ($holders as $holder) rcs_wait($holder);
 ?>

@@ -41,11 +41,11 @@ foreach (['12345', '1.5', '1', 'stringable', $binary] as $id) {
 }
 ?>
 --EXPECTF--
-{"locked":true,"ttl_ms":%d,"waiters":0,"data_ttl_ms":%d,"lifetime":null}
-{"locked":true,"ttl_ms":%d,"waiters":0,"data_ttl_ms":%d,"lifetime":null}
-{"locked":true,"ttl_ms":%d,"waiters":0,"data_ttl_ms":%d,"lifetime":null}
-{"locked":true,"ttl_ms":%d,"waiters":0,"data_ttl_ms":%d,"lifetime":null}
-{"locked":true,"ttl_ms":%d,"waiters":0,"data_ttl_ms":%d,"lifetime":null}
+{"locked":true,"ttl_ms":%d,"waiters":0,"data_ttl_ms":%d,"lifetime":null,"lease_ms":0,"lease_expires_ms":null,"lease_renewed_for_ms":null}
+{"locked":true,"ttl_ms":%d,"waiters":0,"data_ttl_ms":%d,"lifetime":null,"lease_ms":0,"lease_expires_ms":null,"lease_renewed_for_ms":null}
+{"locked":true,"ttl_ms":%d,"waiters":0,"data_ttl_ms":%d,"lifetime":null,"lease_ms":0,"lease_expires_ms":null,"lease_renewed_for_ms":null}
+{"locked":true,"ttl_ms":%d,"waiters":0,"data_ttl_ms":%d,"lifetime":null,"lease_ms":0,"lease_expires_ms":null,"lease_renewed_for_ms":null}
+{"locked":true,"ttl_ms":%d,"waiters":0,"data_ttl_ms":%d,"lifetime":null,"lease_ms":0,"lease_expires_ms":null,"lease_renewed_for_ms":null}
 TypeError: rediscluster_session_lock_info(): Argument #1 ($id) must be of type string, array given
 TypeError: rediscluster_session_lock_info(): Argument #1 ($id) must be of type string, %s given
   rediscluster_session_lock_info(): Passing null to parameter #1 ($id) of type string is deprecated

@@ -253,6 +253,20 @@ impl Cluster {
         self.replica_links.clear();
     }
 
+    /// Closes the connections to primaries that own none of `slots` (a seed
+    /// asked for the map, a lock's primary once the lock is let go of).
+    pub fn close_connections_except(&mut self, slots: &[u16]) {
+        for (index, node) in self.nodes.iter_mut().enumerate() {
+            let owner = u16::try_from(index).unwrap_or(NO_OWNER);
+            if !slots
+                .iter()
+                .any(|&slot| self.slots[usize::from(slot)] == owner)
+            {
+                node.connection = None;
+            }
+        }
+    }
+
     /// Sends the request to its slot's primary and returns the replies,
     /// following redirects and retrying until its deadline. Error replies
     /// other than redirects come back as `Value::ServerError`.
@@ -326,6 +340,60 @@ impl Cluster {
             }
             sleep(pause);
         }
+    }
+
+    /// Requests on any slots, each as [`Self::request`] would send it, in one
+    /// pipelined exchange per primary while the map is right: a request whose
+    /// replies hold a redirect, or whose exchange failed, is then sent again
+    /// alone, with every redirect and retry of [`Self::request`].
+    pub fn request_each(&mut self, requests: &[Request]) -> Vec<Result<Vec<Value>, Failure>> {
+        self.forget_if_forked();
+        let mut results: Vec<Option<Result<Vec<Value>, Failure>>> =
+            requests.iter().map(|_| None).collect();
+        if let Some(deadline) = requests.iter().map(|request| request.deadline).min()
+            && (self.refreshed.is_some() || self.refresh_map(deadline).is_ok())
+        {
+            let mut by_owner: Vec<(usize, Vec<usize>)> = Vec::new();
+            for (index, request) in requests.iter().enumerate() {
+                let owner = self.slots[usize::from(request.slot)];
+                if owner == NO_OWNER {
+                    continue;
+                }
+                let owner = usize::from(owner);
+                match by_owner.iter_mut().find(|(node, _)| *node == owner) {
+                    Some((_, members)) => members.push(index),
+                    None => by_owner.push((owner, vec![index])),
+                }
+            }
+            for (owner, members) in by_owner {
+                let mut packed = Vec::new();
+                for &index in &members {
+                    packed.extend_from_slice(requests[index].packed);
+                }
+                let count = members.iter().map(|&index| requests[index].count).sum();
+                let reply_timeout = members
+                    .iter()
+                    .map(|&index| requests[index].reply_timeout)
+                    .min()
+                    .unwrap_or_default();
+                let window = ReplyWindow::new(reply_timeout, deadline);
+                let Ok(replies) = self.send(owner, &packed, count, false, window, true) else {
+                    continue;
+                };
+                let mut replies = replies.into_iter();
+                for index in members {
+                    let own: Vec<Value> = replies.by_ref().take(requests[index].count).collect();
+                    if !own.iter().any(is_redirect) {
+                        results[index] = Some(Ok(own));
+                    }
+                }
+            }
+        }
+        results
+            .into_iter()
+            .zip(requests)
+            .map(|(result, request)| result.unwrap_or_else(|| self.request(request)))
+            .collect()
     }
 
     fn attempt(

@@ -23,6 +23,7 @@ use crate::save_path::{self, Failover};
 use crate::settings::{self, IniSource, Settings};
 use crate::stats;
 use crate::store::{ClusterStore, LockStore, PrimaryUnreachable, SessionStore};
+use crate::watchdog::{self, LeaseView};
 
 /// How many fresh ids `create_sid` tries in strict mode before giving up.
 const SID_ATTEMPTS: usize = 3;
@@ -52,6 +53,10 @@ pub struct LockInfo {
     /// -2: no session; -1: no TTL.
     pub data_ttl_ms: i64,
     pub lifetime: Option<Lifetime>,
+    /// `rediscluster_session.lock_lease_ms`, `None` when off.
+    pub lease: Option<Duration>,
+    /// The lease of a lock this process holds and renews.
+    pub renewing: Option<LeaseView>,
 }
 
 pub enum Message {
@@ -165,6 +170,8 @@ impl SessionHandler<ClusterStore> {
                 .filter(|_| state.data_ttl_ms != -2)
                 .as_deref()
                 .and_then(Lifetime::decode),
+            lease: self.settings.lock.as_ref().and_then(|lock| lock.lease),
+            renewing: watchdog::lease_of(&keys.lock),
         })
     }
 
@@ -324,12 +331,20 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         }
         let (data, warning) = match acquired {
             Acquired::Locked(held, data) => {
+                if let Some(lease) = held.lease()
+                    && let Err(err) = self.store.watch(lease)
+                {
+                    self.messages.push(Message::Warning(format!(
+                        "rediscluster: no watchdog to renew the lock's lease ({err}): it lasts {} ms",
+                        lock_settings.lease.unwrap_or_default().as_millis()
+                    )));
+                }
                 let stored = held.lifetime;
                 request::with(|request| {
                     let left_over = false;
                     request.read(sid, Read::Writable { stored, left_over })
                 });
-                self.lock = Some(held);
+                self.lock = Some(*held);
                 return Ok(data);
             }
             Acquired::Busy(_) if !lock_settings.failure_readonly => {

@@ -10,8 +10,9 @@
 //! knows of its sessions between hooks),
 //! `store` (the storage interfaces and their cluster implementation),
 //! `config` (how to reach a cluster), `cluster` (slot map, redirects and
-//! retries), `link` (one node connection), `resp` (packing commands, parsing replies) and `stats` (the
-//! counters behind `rediscluster_session_stats()`).
+//! retries), `link` (one node connection), `resp` (packing commands, parsing replies), `stats` (the
+//! counters behind `rediscluster_session_stats()`) and `watchdog` (the thread
+//! that renews the leases of held locks).
 
 pub mod cluster;
 pub mod compression;
@@ -28,6 +29,7 @@ pub mod script;
 pub mod settings;
 pub mod stats;
 pub mod store;
+pub mod watchdog;
 
 // The PHP boundary references symbols that only exist inside a PHP process,
 // so unit-test binaries leave it out.

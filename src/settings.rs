@@ -11,7 +11,7 @@ use crate::save_path::Failover;
 /// Every directive with its default: phpredis's `redis.session.*` (registered
 /// by this extension unless phpredis already did; then its values apply) and
 /// this extension's own.
-pub const INI_DEFAULTS: [(&CStr, &CStr); 14] = [
+pub const INI_DEFAULTS: [(&CStr, &CStr); 15] = [
     (c"redis.session.locking_enabled", c"0"),
     (c"redis.session.lock_expire", c"0"),
     (c"redis.session.lock_wait_time", c"20000"),
@@ -25,6 +25,9 @@ pub const INI_DEFAULTS: [(&CStr, &CStr); 14] = [
     (c"rediscluster_session.write_replicas_timeout", c"100"),
     (c"rediscluster_session.lock_wait_notice_ms", c"0"),
     (c"rediscluster_session.max_waiters", c"0"),
+    // A dead holder gives way within about 1.1 s; a live one keeps its lock
+    // through 10 minutes of CPU starvation (bench/README.md).
+    (c"rediscluster_session.lock_lease_ms", c"1000"),
     (c"rediscluster_session.fallback_max_lag", c"10"),
 ];
 
@@ -189,6 +192,9 @@ pub struct LockSettings {
     /// A request finding this many already waiting for the lock does not
     /// queue; `None` for no cap.
     pub max_waiters: Option<u32>,
+    /// The lock key's lease, renewed while the request lives and never past
+    /// `ttl` from the take; `None`: the lock lives for `ttl` (lease 0).
+    pub lease: Option<Duration>,
 }
 
 impl LockSettings {
@@ -330,6 +336,11 @@ impl LockSettings {
             max_waiters: u32::try_from(ini.long(c"rediscluster_session.max_waiters"))
                 .ok()
                 .filter(|&cap| cap > 0),
+            // No longer than the longest lock: the clock arithmetic stays in range.
+            lease: u64::try_from(ini.long(c"rediscluster_session.lock_lease_ms"))
+                .ok()
+                .filter(|&ms| ms > 0)
+                .map(|ms| Duration::from_millis(ms.min(MAX_LOCK_TTL_SECS * 1000))),
         }
     }
 }
@@ -671,6 +682,14 @@ mod tests {
             let ttl = load(c"redis.session.lock_expire", huge).ttl;
             assert_eq!(ttl, Duration::from_secs(MAX_LOCK_TTL_SECS));
         }
+        let lease = |ms| load(c"rediscluster_session.lock_lease_ms", ms).lease;
+        assert_eq!(
+            lease("9223372036854775807"),
+            Some(Duration::from_secs(MAX_LOCK_TTL_SECS))
+        );
+        assert_eq!(lease("1500"), Some(Duration::from_millis(1500)));
+        assert_eq!(lease("0"), None);
+        assert_eq!(lease("-1"), None);
         let forever = LockSettings {
             wait: Duration::from_micros(i64::MAX.unsigned_abs()),
             retries: Some(u64::MAX),

@@ -159,6 +159,9 @@ struct Counters {
     node_connections: [AtomicU64; NodeEvent::ALL.len()],
     slot_maps: [AtomicU64; SlotMapSource::ALL.len()],
     errors: [AtomicU64; ErrorKind::ALL.len()],
+    lease_renewals: AtomicU64,
+    lease_renewal_failures: AtomicU64,
+    locks_lost_to_expiry: AtomicU64,
 }
 
 impl Counters {
@@ -180,6 +183,9 @@ impl Counters {
             node_connections: [const { AtomicU64::new(0) }; NodeEvent::ALL.len()],
             slot_maps: [const { AtomicU64::new(0) }; SlotMapSource::ALL.len()],
             errors: [const { AtomicU64::new(0) }; ErrorKind::ALL.len()],
+            lease_renewals: AtomicU64::new(0),
+            lease_renewal_failures: AtomicU64::new(0),
+            locks_lost_to_expiry: AtomicU64::new(0),
         }
     }
 }
@@ -384,6 +390,21 @@ pub fn error(kind: ErrorKind) {
     bump_labelled(&ErrorKind::ALL, kind, |c| &c.errors);
 }
 
+/// The watchdog renewed a lock's lease.
+pub fn lease_renewed() {
+    bump(|c| &c.lease_renewals);
+}
+
+/// A renewal failed (no answer in time, an error reply): tried again.
+pub fn lease_renewal_failed() {
+    bump(|c| &c.lease_renewal_failures);
+}
+
+/// A renewal found another secret in the lock, or none: the lease had run out.
+pub fn lease_lost() {
+    bump(|c| &c.locks_lost_to_expiry);
+}
+
 pub enum Stat {
     Count(u64),
     Group(Vec<(&'static str, u64)>),
@@ -453,6 +474,9 @@ pub fn snapshot() -> Vec<(&'static str, Stat)> {
                 &c.errors,
             ),
         ),
+        ("lease_renewals", count(&c.lease_renewals)),
+        ("lease_renewal_failures", count(&c.lease_renewal_failures)),
+        ("locks_lost_to_expiry", count(&c.locks_lost_to_expiry)),
     ]
 }
 
@@ -471,7 +495,7 @@ pub fn prometheus_text() -> String {
         }
     };
     let one = |value: u64| [(String::new(), value as f64)];
-    let plain: [(&str, &str, &AtomicU64); 6] = [
+    let plain: [(&str, &str, &AtomicU64); 9] = [
         ("requests_total", "Sessions opened.", &c.requests),
         (
             "locks_acquired_total",
@@ -497,6 +521,21 @@ pub fn prometheus_text() -> String {
             "connects_total",
             "Cluster connection sets opened (slot map and connections).",
             &c.connects,
+        ),
+        (
+            "lease_renewals_total",
+            "Lock leases renewed by the watchdog (rediscluster_session.lock_lease_ms).",
+            &c.lease_renewals,
+        ),
+        (
+            "lease_renewal_failures_total",
+            "Lease renewals that failed (no answer in time, an error reply), tried again while the lease lasted.",
+            &c.lease_renewal_failures,
+        ),
+        (
+            "locks_lost_to_expiry_total",
+            "Locks whose renewal found another holder or none: the lease had run out while the request ran.",
+            &c.locks_lost_to_expiry,
         ),
     ];
     for (name, help, counter) in plain {

@@ -21,6 +21,7 @@ use crate::resp::{Decimal, pack, packed};
 use crate::script::LuaScript;
 use crate::settings::{ReleaseCommand, ReplicaAck};
 use crate::stats;
+use crate::watchdog::{self, Watched};
 
 /// A reply, in the few shapes the session logic reads.
 #[derive(Clone, Debug, PartialEq)]
@@ -107,6 +108,14 @@ pub trait SessionStore {
     fn delete_acked(&mut self, keys: &[&[u8]], ack: ReplicaAck) -> Result<u32>;
 }
 
+/// What a plain take of the lock read.
+pub struct PlainRead {
+    /// The session (`None`: missing).
+    pub data: Option<Vec<u8>>,
+    /// The log of savers (`None`: none, or not asked for).
+    pub done: Option<Vec<u8>>,
+}
+
 /// What the lock protocol needs. All keys of one call share one slot.
 pub trait LockStore {
     /// Runs a script on the primary of its keys' slot (EVALSHA, then EVAL on NOSCRIPT).
@@ -122,16 +131,19 @@ pub trait LockStore {
     ) -> Result<(Reply, u32)>;
     /// `SET lock secret NX PX ttl` and GET of `data` in one round trip (never
     /// GETEX: a session's own lifetime, unknown here, sets its TTL, so the
-    /// save renews it): the data when the lock was free and is now ours,
-    /// `None` when it was busy or the slot is moving (a migration may split
-    /// the two; the caller's next acquire recognises the secret if the SET ran).
+    /// save renews it), and with a lease, `done` (the log of savers) read and
+    /// made to last at least `lock_expire` (`PEXPIRE … GT`: a re-take's
+    /// fence): what was read when the lock was free and is now ours, `None`
+    /// when it was busy or the slot is moving (a migration may split them;
+    /// the caller's next acquire recognises the secret if the SET ran).
     fn lock_and_read(
         &mut self,
         lock: &[u8],
         secret: &[u8],
         lock_ttl: Duration,
         data: &[u8],
-    ) -> Result<Option<Option<Vec<u8>>>>;
+        done: Option<(&[u8], Duration)>,
+    ) -> Result<Option<PlainRead>>;
     /// BLPOP: blocks up to `timeout` for an element on the list and returns it.
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>>;
     /// DELEX/DELIFEQ compare-and-delete, with ZCARD of `queue` in the same
@@ -144,6 +156,11 @@ pub trait LockStore {
         command: ReleaseCommand,
         queue: &[u8],
     ) -> Result<Option<(bool, u64)>>;
+    /// Has the watchdog renew the lease of a lock just taken (see
+    /// [`crate::watchdog::watch`]); stores of tests renew nothing.
+    fn watch(&mut self, _lock: Watched) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Clusters one thread keeps; a worker alternating between a few save_paths
@@ -416,7 +433,7 @@ impl ClusterStore {
 }
 
 /// EVAL/EVALSHA, packed.
-fn script_command(verb: &str, body: &str, keys: &[&[u8]], args: &[&[u8]]) -> Vec<u8> {
+pub(crate) fn script_command(verb: &str, body: &str, keys: &[&[u8]], args: &[&[u8]]) -> Vec<u8> {
     let key_count = Decimal::from(keys.len() as u64);
     let mut all: Vec<&[u8]> = Vec::with_capacity(3 + keys.len() + args.len());
     all.extend([verb.as_bytes(), body.as_bytes(), key_count.as_bytes()]);
@@ -462,7 +479,7 @@ fn failed(err: &RedisError, context: &str) -> anyhow::Error {
     anyhow!("{context}: {err}")
 }
 
-fn error_kind(err: &RedisError) -> stats::ErrorKind {
+pub(crate) fn error_kind(err: &RedisError) -> stats::ErrorKind {
     let text = err.to_string();
     if text.contains("certificate") || text.contains("TLS") || text.contains("tls") {
         return stats::ErrorKind::Tls;
@@ -670,6 +687,10 @@ impl SessionStore for ClusterStore {
 }
 
 impl LockStore for ClusterStore {
+    fn watch(&mut self, lock: Watched) -> std::io::Result<()> {
+        watchdog::watch(&self.config, lock)
+    }
+
     fn eval(&mut self, script: &LuaScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<Reply> {
         self.script(script, keys, args, None)
             .map(|(reply, _)| reply)
@@ -692,29 +713,39 @@ impl LockStore for ClusterStore {
         secret: &[u8],
         lock_ttl: Duration,
         data: &[u8],
-    ) -> Result<Option<Option<Vec<u8>>>> {
-        let lock_ms = u64::try_from(lock_ttl.as_millis())
-            .unwrap_or(u64::MAX)
-            .max(1);
-        let lock_ms = Decimal::from(lock_ms);
+        done: Option<(&[u8], Duration)>,
+    ) -> Result<Option<PlainRead>> {
+        let ms = |ttl: Duration| {
+            Decimal::from(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1))
+        };
+        let lock_ms = ms(lock_ttl);
         let mut packed = packed(&[b"SET", lock, secret, b"NX", b"PX", lock_ms.as_bytes()]);
         pack(&mut packed, &[b"GET", data]);
-        let mut replies = self
-            .send(lock, &packed, 2, Duration::ZERO, false)?
-            .into_iter();
-        let (Some(set), Some(read)) = (replies.next(), replies.next()) else {
+        if let Some((done, lock_expire)) = done {
+            pack(&mut packed, &[b"GET", done]);
+            pack(
+                &mut packed,
+                &[b"PEXPIRE", done, ms(lock_expire).as_bytes(), b"GT"],
+            );
+        }
+        let count = 2 + 2 * usize::from(done.is_some());
+        let replies = self.send(lock, &packed, count, Duration::ZERO, false)?;
+        if replies.len() != count {
             bail!("missing reply to SET NX and GET");
-        };
-        if is_redirect(&set) || is_redirect(&read) {
+        }
+        if replies.iter().any(is_redirect) {
             return Ok(None);
         }
-        let taken = reply(Some(set))? == Reply::Status;
-        match reply(Some(read))? {
-            _ if !taken => Ok(None),
-            Reply::Data(bytes) => Ok(Some(Some(bytes))),
-            Reply::Nil => Ok(Some(None)),
+        let mut replies = replies.into_iter();
+        let taken = reply(replies.next())? == Reply::Status;
+        let mut string = || match reply(replies.next())? {
+            Reply::Data(bytes) => Ok(Some(bytes)),
+            Reply::Nil => Ok(None),
             other => Err(unexpected("GET", &other)),
-        }
+        };
+        let data = string()?;
+        let done = if done.is_some() { string()? } else { None };
+        Ok(taken.then_some(PlainRead { data, done }))
     }
 
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>> {

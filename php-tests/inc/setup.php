@@ -234,6 +234,11 @@ function rcs_locking(array $extra = []): array {
     return $extra + ['redis.session.locking_enabled' => '1'];
 }
 
+/** Locking without a lease: the lock lives lock_expire, for the tests of that TTL. */
+function rcs_locking_unleased(array $extra = []): array {
+    return rcs_locking($extra + ['rediscluster_session.lock_lease_ms' => '0']);
+}
+
 function rcs_lock_key(string $sid): string {
     return '{' . rcs_prefix() . $sid . '}_LOCK';
 }

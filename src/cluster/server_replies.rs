@@ -490,9 +490,10 @@ fn a_slot_without_an_owner_is_waited_for_by_the_plain_lock_try() {
         Raw::to(&addr).call(&["CLUSTER", "ADDSLOTS", &slot.to_string()])
     });
     let started = Instant::now();
-    let read = store.lock_and_read(b"{s}_LOCK", b"secret", Duration::from_secs(5), b"{s}");
+    let read = store.lock_and_read(b"{s}_LOCK", b"secret", Duration::from_secs(5), b"{s}", None);
     assert_eq!(owner.join().unwrap(), Value::Okay);
-    assert_eq!(read.unwrap(), Some(None), "the lock taken, no data");
+    let read = read.unwrap().expect("the lock taken");
+    assert_eq!(read.data, None, "no data");
     assert!(started.elapsed() >= Duration::from_millis(400));
 }
 

@@ -37,15 +37,18 @@ use anyhow::{Result, anyhow, bail};
 
 use crate::keys::LockKeys;
 use crate::lifetime::{Change, Lifetime};
+use crate::resp::Decimal;
 use crate::script::LuaScript;
 use crate::settings::{LockSettings, ReleaseCommand, ReplicaAck};
 use crate::stats;
-use crate::store::{LockStore, Reply, whole_seconds};
+use crate::store::{LockStore, PlainRead, Reply, whole_seconds};
+use crate::watchdog;
 
 #[cfg(test)]
 pub(crate) mod model;
 mod scripts;
 
+pub(crate) use scripts::RENEW_LEASE;
 #[cfg(test)]
 pub(crate) use scripts::SCRIPTS;
 use scripts::{
@@ -69,11 +72,15 @@ pub struct HeldLock {
     pub keys: LockKeys,
     secret: String,
     release: ReleaseCommand,
-    /// The lock's TTL in ms, as the scripts take it.
-    lock_ms: String,
+    /// `lock_expire` in ms, as the scripts take it: the lock's TTL without a
+    /// lease, and how long a save keeps the log of savers.
+    expire_ms: String,
     /// The log of savers (`<lock>_DONE`, empty: none) when the data was
     /// read, `None` if unknown: the write stores only if no save came since.
     fence: Option<Vec<u8>>,
+    /// `None` without a lease: the lock key lives for `lock_expire`. Boxed:
+    /// a lock without one carries no more than before.
+    leased: Option<Box<Leased>>,
     /// The session's own lifetime as the acquire script read it; `None` also
     /// when the lock came by a hand-over, which does not carry it.
     pub lifetime: Option<Lifetime>,
@@ -85,6 +92,26 @@ pub struct HeldLock {
     /// The read renewed the data's TTL (early_refresh, by the acquire script
     /// or a hand-over): an unchanged session needs no touch.
     pub renewed: bool,
+}
+
+/// What a lock held with a lease keeps.
+#[cfg_attr(test, derive(Clone, Debug, PartialEq, Eq, Hash))]
+struct Leased {
+    lease: Duration,
+    /// The lease is renewed, or the lock re-taken, only this long after
+    /// `taken_at`.
+    lock_expire: Duration,
+    /// Before the call that took the lock was sent (for a hand-over, the
+    /// attempt before the BLPOP that brought it): never later than the take.
+    taken_at: Instant,
+    /// The log of savers at the read, which a re-take must find unchanged
+    /// (the plain take learns it, but keeps no `fence`: as without a lease,
+    /// nothing can hand its lock back).
+    retake_fence: Option<Vec<u8>>,
+    /// The take made the log of savers last until `lock_expire` (a script
+    /// take or a queueing): an empty one proves then that nobody saved
+    /// since. The plain take stretches only a log that exists.
+    fence_lasts: bool,
 }
 
 impl HeldLock {
@@ -104,7 +131,7 @@ impl HeldLock {
         ])
     }
 
-    /// Calls `call` with the script and arguments of a save (see
+    /// Calls `call` with the script and arguments of a save at `now` (see
     /// [`save_and_release`]). A session the lock found missing keeps no
     /// lifetime a leftover key may still hold (phpredis's destroy leaves it):
     /// an id made again starts afresh.
@@ -114,6 +141,7 @@ impl HeldLock {
         data: &[u8],
         ttl: Duration,
         lifetime: Change,
+        now: Instant,
         call: impl FnOnce(&LuaScript, &[&[u8]]) -> R,
     ) -> R {
         let ttl = whole_seconds(ttl).to_string();
@@ -123,23 +151,71 @@ impl HeldLock {
         }
         .script_arg();
         let secret = self.secret.as_bytes();
+        let expire_ms = self.expire_ms.as_bytes();
+        let retake_ms = self.retake_ms(now);
+        let retake = self.retake_args(&retake_ms);
         match save {
             Save::Write => {
                 let fence = self.fence.as_deref().unwrap_or(UNKNOWN_WRITER);
-                let lock_ms = self.lock_ms.as_bytes();
-                let args: [&[u8]; 6] = [secret, data, ttl.as_bytes(), lock_ms, fence, &lifetime];
-                call(&WRITE_AND_RELEASE, &args)
+                let args: [&[u8]; 6] = [secret, data, ttl.as_bytes(), expire_ms, fence, &lifetime];
+                with_lease_args(&args, retake, |args| call(&WRITE_AND_RELEASE, args))
             }
-            Save::Touch => call(
-                &TOUCH_AND_RELEASE,
-                &[
-                    secret,
-                    data,
-                    ttl.as_bytes(),
-                    &lifetime,
-                    self.lock_ms.as_bytes(),
-                ],
-            ),
+            Save::Touch => {
+                let args: [&[u8]; 5] = [secret, data, ttl.as_bytes(), &lifetime, expire_ms];
+                with_lease_args(&args, retake, |args| call(&TOUCH_AND_RELEASE, args))
+            }
+        }
+    }
+
+    /// A save's re-take arguments, with a lease: `retake_ms` (see
+    /// [`Self::retake_ms`]) and the log of savers at the read.
+    fn retake_args<'a>(&'a self, retake_ms: &'a Option<String>) -> Option<[&'a [u8]; 2]> {
+        let leased = self.leased.as_ref()?;
+        let fence = leased.retake_fence.as_deref().unwrap_or(UNKNOWN_WRITER);
+        retake_ms.as_ref().map(|ms| [ms.as_bytes(), fence])
+    }
+
+    /// Calls `call` with the arguments of [`DESTROY_AND_RELEASE`] at `now`.
+    pub(crate) fn destroy_call<R>(&self, now: Instant, call: impl FnOnce(&[&[u8]]) -> R) -> R {
+        let args: [&[u8]; 2] = [self.secret.as_bytes(), self.expire_ms.as_bytes()];
+        let retake_ms = self.retake_ms(now);
+        with_lease_args(&args, self.retake_args(&retake_ms), call)
+    }
+
+    /// The re-take argument of a save at `now`, with a lease only: what is
+    /// left of `lock_expire` in ms, or "0" when no re-take may be asked
+    /// (past `lock_expire`, no fence, or an empty fence that may have
+    /// expired: see [`Leased::fence_lasts`]).
+    fn retake_ms(&self, now: Instant) -> Option<String> {
+        let leased = self.leased.as_ref()?;
+        let provable = match leased.retake_fence.as_deref() {
+            Some(fence) => !fence.is_empty() || leased.fence_lasts,
+            None => false,
+        };
+        let lock_expire = leased.lock_expire;
+        let left = renewal_ttl(lock_expire, leased.taken_at, lock_expire, now)
+            .filter(|_| provable)
+            .map_or(0, |left| left.as_millis());
+        Some(left.to_string())
+    }
+
+    /// What the watchdog renews this lock's lease with; `None` without one.
+    pub fn lease(&self) -> Option<watchdog::Watched<'_>> {
+        let leased = self.leased.as_ref()?;
+        Some(watchdog::Watched {
+            lock_key: &self.keys.lock,
+            secret: self.secret.as_bytes(),
+            lease: leased.lease,
+            taken_at: leased.taken_at,
+            lock_expire: leased.lock_expire,
+        })
+    }
+
+    /// Out of the watchdog, before a call that releases the lock: a renewal
+    /// answered after it would count a lock lost.
+    fn unwatch(&self) {
+        if self.leased.is_some() {
+            watchdog::unwatch(&self.keys.lock, self.secret.as_bytes());
         }
     }
 
@@ -151,6 +227,9 @@ impl HeldLock {
     /// Remembers who wrote last when the data was read under this lock.
     fn read_after(&mut self, writer: Option<Vec<u8>>) {
         self.fence = Some(writer.unwrap_or_default());
+        if let Some(leased) = &mut self.leased {
+            leased.retake_fence.clone_from(&self.fence);
+        }
     }
 
     #[cfg(test)]
@@ -159,9 +238,50 @@ impl HeldLock {
     }
 }
 
+/// Calls `call` with [`RENEW_LEASE`], its keys and arguments: a renewal of
+/// `lock`, held with `secret`, for `ttl` (see [`renewal_ttl`]). Its reply is
+/// 1 while the lock is still this holder's.
+pub(crate) fn renewal_call<R>(
+    lock: &[u8],
+    secret: &[u8],
+    ttl: Duration,
+    call: impl FnOnce(&LuaScript, &[&[u8]], &[&[u8]]) -> R,
+) -> R {
+    let ttl_ms = Decimal::from(millis(ttl));
+    call(&RENEW_LEASE, &[lock], &[secret, ttl_ms.as_bytes()])
+}
+
+/// Calls `call` with `args`, followed with a lease by `lease_args` (the
+/// scripts read their absence as no lease, so that without one the calls
+/// are today's, byte for byte).
+fn with_lease_args<R, const N: usize>(
+    args: &[&[u8]],
+    lease_args: Option<[&[u8]; N]>,
+    call: impl FnOnce(&[&[u8]]) -> R,
+) -> R {
+    match lease_args {
+        None => call(args),
+        Some(more) => call(&[args, &more].concat()),
+    }
+}
+
+/// The TTL a lease renewed at `now` gets: the lease, cut to what is left of
+/// `lock_expire` since `taken_at`; `None` once nothing (under 1 ms) is left,
+/// when the renewals stop and the lock lapses.
+pub(crate) fn renewal_ttl(
+    lease: Duration,
+    taken_at: Instant,
+    lock_expire: Duration,
+    now: Instant,
+) -> Option<Duration> {
+    let left = lock_expire.checked_sub(now.saturating_duration_since(taken_at))?;
+    let left = Duration::from_millis(u64::try_from(left.as_millis()).unwrap_or(u64::MAX));
+    (!left.is_zero()).then(|| left.min(lease))
+}
+
 pub enum Acquired {
     /// The lock is ours; the data was read under it (`None`: no session yet).
-    Locked(HeldLock, Option<Vec<u8>>),
+    Locked(Box<HeldLock>, Option<Vec<u8>>),
     /// Gave up waiting. The data is there only when `failure_readonly` asked for it.
     Busy(Option<Vec<u8>>),
     /// Did not queue: this many already waited (`max_waiters`). The data as for `Busy`.
@@ -231,6 +351,12 @@ fn millis(duration: Duration) -> u64 {
 #[cfg_attr(test, derive(Clone, Debug, PartialEq, Eq, Hash))]
 pub(crate) struct Acquisition {
     held: HeldLock,
+    /// The TTL a take gives the lock: the lease, at most `lock_expire`.
+    take_ttl: Duration,
+    take_ms: String,
+    /// With a lease, the TTL a hand-over gives this waiter: the lease and
+    /// the BLPOP piece in which it learns of it, at most `lock_expire`.
+    handed_ms: Option<String>,
     refresh_s: String,
     /// `max_waiters`, 0 for no cap, and whether a rejection reads the data.
     max_waiters: u32,
@@ -253,12 +379,20 @@ pub(crate) enum Attempt {
 }
 
 impl Acquisition {
+    /// An acquisition whose first call is sent after `started`.
     pub(crate) fn new(
         keys: LockKeys,
         lock: &LockSettings,
         refresh: Option<Duration>,
+        started: Instant,
     ) -> Result<Self> {
-        Ok(Self::with_secret(keys, lock, refresh, new_secret()?))
+        Ok(Self::with_secret(
+            keys,
+            lock,
+            refresh,
+            new_secret()?,
+            started,
+        ))
     }
 
     /// An acquisition that will hold the lock with `secret`.
@@ -267,15 +401,30 @@ impl Acquisition {
         lock: &LockSettings,
         refresh: Option<Duration>,
         secret: String,
+        started: Instant,
     ) -> Self {
+        let take_ttl = lock.lease.map_or(lock.ttl, |lease| lease.min(lock.ttl));
+        let handed = |lease: Duration| lease.saturating_add(HAND_OVER_TIMEOUT).min(lock.ttl);
         Acquisition {
             wait_list: keys.next(&secret),
+            take_ttl,
+            take_ms: millis(take_ttl).to_string(),
+            handed_ms: lock.lease.map(|lease| millis(handed(lease)).to_string()),
             held: HeldLock {
                 keys,
                 secret,
                 release: lock.release,
-                lock_ms: millis(lock.ttl).to_string(),
+                expire_ms: millis(lock.ttl).to_string(),
                 fence: None,
+                leased: lock.lease.map(|lease| {
+                    Box::new(Leased {
+                        lease,
+                        lock_expire: lock.ttl,
+                        taken_at: started,
+                        retake_fence: None,
+                        fence_lasts: true,
+                    })
+                }),
                 lifetime: None,
                 read_nothing: false,
                 pid: std::process::id(),
@@ -298,6 +447,7 @@ impl Acquisition {
         wait: Duration,
         read_if_busy: bool,
     ) -> Result<Attempt> {
+        self.taking_at(Instant::now);
         let reply = self.attempt_call(wait, read_if_busy, |keys, args| {
             store.eval(&ACQUIRE_AND_READ, keys, args)
         })?;
@@ -320,30 +470,41 @@ impl Acquisition {
         let hand_over_ms = millis(HAND_OVER_TIMEOUT).to_string();
         let max_waiters = self.max_waiters.to_string();
         let keys = &self.held.keys;
-        call(
-            &[
-                &keys.data,
-                &keys.lock,
-                keys.queue(),
-                keys.waiters(),
-                &self.wait_list,
-                suspect_list,
-                keys.done(),
-                keys.lifetime(),
-            ],
-            &[
-                self.held.secret.as_bytes(),
-                self.held.lock_ms.as_bytes(),
-                self.refresh_s.as_bytes(),
-                if read_if_busy { b"1" } else { b"0" },
-                wait_ms.as_bytes(),
-                hand_over_ms.as_bytes(),
-                suspect.as_bytes(),
-                if self.queued { b"1" } else { b"0" },
-                max_waiters.as_bytes(),
-                if self.read_if_rejected { b"1" } else { b"0" },
-            ],
-        )
+        let lease_args = self
+            .handed_ms
+            .as_ref()
+            .map(|handed_ms| [self.held.expire_ms.as_bytes(), handed_ms.as_bytes()]);
+        let args: [&[u8]; 10] = [
+            self.held.secret.as_bytes(),
+            self.take_ms.as_bytes(),
+            self.refresh_s.as_bytes(),
+            if read_if_busy { b"1" } else { b"0" },
+            wait_ms.as_bytes(),
+            hand_over_ms.as_bytes(),
+            suspect.as_bytes(),
+            if self.queued { b"1" } else { b"0" },
+            max_waiters.as_bytes(),
+            if self.read_if_rejected { b"1" } else { b"0" },
+        ];
+        let keys: [&[u8]; 8] = [
+            &keys.data,
+            &keys.lock,
+            keys.queue(),
+            keys.waiters(),
+            &self.wait_list,
+            suspect_list,
+            keys.done(),
+            keys.lifetime(),
+        ];
+        with_lease_args(&args, lease_args, |args| call(&keys, args))
+    }
+
+    /// Marks the call about to take the lock as sent at `at`: a lease is
+    /// renewed, or the lock re-taken, within `lock_expire` of the last one.
+    pub(crate) fn taking_at(&mut self, at: impl FnOnce() -> Instant) {
+        if let Some(leased) = &mut self.held.leased {
+            leased.taken_at = at();
+        }
     }
 
     /// What an attempt's reply says; learns whom to wait behind and whom to suspect.
@@ -394,17 +555,31 @@ impl Acquisition {
     /// fence: only a hand-over to a queue entry could give a lock this
     /// secret again after a failover undid the take, and this acquisition
     /// has not queued.
-    fn lock_and_read(
-        &mut self,
-        store: &mut impl LockStore,
-        ttl: Duration,
-    ) -> Result<Option<Option<Vec<u8>>>> {
+    fn lock_and_read(&mut self, store: &mut impl LockStore) -> Result<Option<Option<Vec<u8>>>> {
+        self.taking_at(Instant::now);
         let keys = &self.held.keys;
-        let read = store.lock_and_read(&keys.lock, self.held.secret.as_bytes(), ttl, &keys.data)?;
-        if let Some(data) = &read {
-            self.read(data, false);
+        let read = store.lock_and_read(
+            &keys.lock,
+            self.held.secret.as_bytes(),
+            self.take_ttl,
+            &keys.data,
+            self.held
+                .leased
+                .as_ref()
+                .map(|leased| (keys.done(), leased.lock_expire)),
+        )?;
+        Ok(read.map(|read| self.plain_read(read)))
+    }
+
+    /// What the plain take read: the data. With a lease it learnt the log of
+    /// savers too, the fence a re-take needs.
+    pub(crate) fn plain_read(&mut self, read: PlainRead) -> Option<Vec<u8>> {
+        if let Some(leased) = &mut self.held.leased {
+            leased.retake_fence = Some(read.done.unwrap_or_default());
+            leased.fence_lasts = false;
         }
-        Ok(read)
+        self.read(&read.data, false);
+        read.data
     }
 
     /// Blocks up to `timeout` for the lock to be handed to us: the data if it
@@ -438,6 +613,9 @@ impl Acquisition {
         }
         self.queued = false;
         self.held.fence = writer.map(<[u8]>::to_vec);
+        if let Some(leased) = &mut self.held.leased {
+            leased.retake_fence.clone_from(&self.held.fence);
+        }
         self.read(&data, self.refresh_s != "0");
         Ok(Some(data))
     }
@@ -473,13 +651,13 @@ pub fn acquire_and_read(
     plain_first: bool,
 ) -> Result<(Acquired, Duration)> {
     let started = Instant::now();
-    let mut acquisition = Acquisition::new(keys, lock, refresh)?;
+    let mut acquisition = Acquisition::new(keys, lock, refresh, started)?;
     if plain_first {
-        match acquisition.lock_and_read(store, lock.ttl) {
+        match acquisition.lock_and_read(store) {
             Ok(Some(data)) => {
                 stats::lock_attempt(true, Duration::ZERO);
                 return Ok((
-                    Acquired::Locked(acquisition.into_held(), data),
+                    Acquired::Locked(Box::new(acquisition.into_held()), data),
                     Duration::ZERO,
                 ));
             }
@@ -497,13 +675,18 @@ pub fn acquire_and_read(
     let longest_piece = longest_piece(lock);
     let mut waited = false;
     let outcome = loop {
-        let remaining = deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()));
+        let now = Instant::now();
+        let remaining = deadline.map(|deadline| deadline.saturating_duration_since(now));
         let last = remaining.is_some_and(|remaining| remaining.is_zero());
         let piece = remaining.map_or(longest_piece, |r| r.min(longest_piece));
         let read_if_busy = last && lock.failure_readonly;
         let queue_for = if last { Duration::ZERO } else { piece };
+        // A lock this attempt finds ours was taken by it, or handed over
+        // since the one before (whose send time the lease counts from).
         match acquisition.attempt(store, queue_for, read_if_busy) {
-            Ok(Attempt::Locked(data)) => break Acquired::Locked(acquisition.into_held(), data),
+            Ok(Attempt::Locked(data)) => {
+                break Acquired::Locked(Box::new(acquisition.into_held()), data);
+            }
             Ok(Attempt::Busy(data)) if last => break Acquired::Busy(data),
             Ok(Attempt::Busy(_)) => waited = true,
             Ok(Attempt::Rejected(data, waiting)) => break Acquired::Rejected(data, waiting),
@@ -517,7 +700,7 @@ pub fn acquire_and_read(
         // No hand-over, or a reply lost on the way: the next attempt finds
         // the lock ours if it was handed over.
         if let Ok(Some(data)) = acquisition.wait_for_hand_over(store, piece) {
-            break Acquired::Locked(acquisition.into_held(), data);
+            break Acquired::Locked(Box::new(acquisition.into_held()), data);
         }
     };
     let waited = if waited {
@@ -635,10 +818,12 @@ pub fn save_and_release(
     lifetime: Change,
     ack: Option<ReplicaAck>,
 ) -> Result<Released> {
+    held.unwatch();
     let ack = ack.filter(|_| matches!(save, Save::Write));
-    let (released, acked) = held.save_call(save, data, ttl, lifetime, |script, args| {
-        run_release(store, script, held, args, ack)
-    })?;
+    let (released, acked) =
+        held.save_call(save, data, ttl, lifetime, Instant::now(), |script, args| {
+            run_release(store, script, held, args, ack)
+        })?;
     if released.ours {
         stats::released(ReleaseCommand::Eval);
         if let (Some(ack), Some(acked)) = (ack, acked) {
@@ -674,8 +859,10 @@ pub fn destroy_and_release(
     held: &HeldLock,
     ack: Option<ReplicaAck>,
 ) -> Result<(Released, Option<u32>)> {
-    let args: [&[u8]; 2] = [held.secret.as_bytes(), held.lock_ms.as_bytes()];
-    let (released, acked) = run_release(store, &DESTROY_AND_RELEASE, held, &args, ack)?;
+    held.unwatch();
+    let (released, acked) = held.destroy_call(Instant::now(), |args| {
+        run_release(store, &DESTROY_AND_RELEASE, held, args, ack)
+    })?;
     if released.ours {
         stats::released(ReleaseCommand::Eval);
     }
@@ -706,6 +893,7 @@ pub fn read_and_renew(
 /// them fall back to Lua (remembered per cluster). Returns whether the lock
 /// was still ours.
 pub fn release(store: &mut impl LockStore, held: &HeldLock) -> Result<bool> {
+    held.unwatch();
     let keys = &held.keys;
     let native = store.delete_if_equal(
         &keys.lock,
@@ -850,7 +1038,8 @@ mod tests {
             _: &[u8],
             _: Duration,
             _: &[u8],
-        ) -> Result<Option<Option<Vec<u8>>>> {
+            _: Option<(&[u8], Duration)>,
+        ) -> Result<Option<PlainRead>> {
             self.plain_tries += 1;
             Ok(None)
         }
@@ -883,6 +1072,7 @@ mod tests {
             release: ReleaseCommand::Eval,
             wait_notice: None,
             max_waiters: None,
+            lease: None,
         }
     }
 
@@ -995,6 +1185,7 @@ mod cluster_tests {
             release: ReleaseCommand::Eval,
             wait_notice: None,
             max_waiters: None,
+            lease: None,
         }
     }
 
@@ -1018,7 +1209,8 @@ mod cluster_tests {
     /// An acquisition with a secret of another process: the tests play
     /// several processes in one thread.
     fn another_process(keys: &LockKeys, ttl: Duration) -> Acquisition {
-        let mut acquisition = Acquisition::new(keys.clone(), &lock_settings(ttl), None).unwrap();
+        let mut acquisition =
+            Acquisition::new(keys.clone(), &lock_settings(ttl), None, Instant::now()).unwrap();
         acquisition.held.secret = random_hex::<16>().unwrap();
         acquisition.wait_list = keys.next(&acquisition.held.secret);
         acquisition
@@ -1415,6 +1607,64 @@ mod cluster_tests {
         for key in [&keys.data[..], keys.lifetime()] {
             assert_eq!(int(&store, key, cmd("EXISTS").arg(key)), 0);
         }
+        clean(&mut store, &keys);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_lapsed_lease_is_taken_again_by_its_save_if_nobody_saved() {
+        let mut store = store();
+        let keys = keys("lease");
+        let settings = LockSettings {
+            lease: Some(Duration::from_millis(300)),
+            ..lock_settings(Duration::from_secs(10))
+        };
+        let take = |store: &mut ClusterStore| match acquire_and_read(
+            store,
+            keys.clone(),
+            &settings,
+            None,
+            true,
+        )
+        .unwrap()
+        {
+            (Acquired::Locked(held, _), _) => held,
+            _ => panic!("the lock should be free"),
+        };
+        let first = take(&mut store);
+        let ttl = int(&store, &keys.lock, cmd("PTTL").arg(&keys.lock));
+        assert!(
+            (1..=300).contains(&ttl),
+            "the lease, not lock_expire: {ttl}"
+        );
+        assert!(write(&mut store, &first, b"v1"));
+        // Renewed while it lives, then lapsed: its save takes it again.
+        let held = take(&mut store);
+        let lease = held.lease().unwrap();
+        let renew = |store: &mut ClusterStore| {
+            lease
+                .renewal_call(Instant::now(), |script, keys, args| {
+                    store.eval(script, keys, args).unwrap()
+                })
+                .unwrap()
+        };
+        assert_eq!(renew(&mut store), Reply::Int(1));
+        std::thread::sleep(Duration::from_millis(400));
+        assert_eq!(owner(&store, &keys), None);
+        assert!(write(&mut store, &held, b"v2"));
+        assert_eq!(store.get(&keys.data, None).unwrap(), Some(b"v2".to_vec()));
+        // A save since its read: refused, and its renewal touches nothing.
+        let stale = take(&mut store);
+        std::thread::sleep(Duration::from_millis(400));
+        let other = take(&mut store);
+        let stale_lease = stale.lease().unwrap();
+        let renewed = stale_lease.renewal_call(Instant::now(), |script, keys, args| {
+            store.eval(script, keys, args).unwrap()
+        });
+        assert_eq!(renewed, Some(Reply::Int(0)));
+        assert!(write(&mut store, &other, b"v3"));
+        assert!(!write(&mut store, &stale, b"stale"));
+        assert_eq!(store.get(&keys.data, None).unwrap(), Some(b"v3".to_vec()));
         clean(&mut store, &keys);
     }
 

@@ -154,7 +154,10 @@ local done, life, secret = KEYS[6], KEYS[7], ARGV[1]
 /// holder's fence as a whole, and a repeat after a lost reply finds its own
 /// secret in it even when up to 7 later holders saved since. One key, not
 /// one per save: a key per save would fill a hot session's slot with keys a
-/// key-by-key migration then has to move one by one.
+/// key-by-key migration then has to move one by one. With a lease
+/// (`retake_ms` given) it keeps a longer TTL: another holder's take
+/// stretched the log to that holder's `lock_expire`, and a shorter one here
+/// would let the log vanish under that holder's re-take (see [`retake_lua`]).
 macro_rules! log_save_lua {
     () => {
         r"local log, logged = secret, 1
@@ -162,7 +165,44 @@ for saver in string.gmatch(redis.call('GET', done) or '', '%S+') do
   if logged == 8 then break end
   log, logged = log .. ' ' .. saver, logged + 1
 end
-redis.call('SET', done, log, 'PX', done_ms)
+if retake_ms and redis.call('PTTL', done) > tonumber(done_ms) then
+  redis.call('SET', done, log, 'KEEPTTL')
+else
+  redis.call('SET', done, log, 'PX', done_ms)
+end
+"
+    };
+}
+
+/// A Lua condition: a holder whose lease lapsed takes its lock again in its
+/// save. Only with a lease, while the lock is absent (another secret there
+/// means another holder), within `lock_expire` of the take (`retake_ms`,
+/// the client's count of what is left of it, '0' past it), and only when the
+/// log of savers still reads as it did at the read (`retake_fence`, '?' when
+/// unknown): nobody saved since. Sound because the log never returns to an
+/// earlier value (every save puts a fresh secret at its head) and, for an
+/// empty fence, because the log must exist (a failover to a replica that
+/// never saw the take may have lost the empty log it made, and a save it
+/// read) and the take stretched the log, even an empty one, to
+/// that holder's `lock_expire`, which later saves keep (the plain take
+/// stretches only a log that exists: the client asks no re-take with an
+/// empty fence from it).
+macro_rules! retake_lua {
+    () => {
+        "(not owner and retake_ms and tonumber(retake_ms) > 0 and retake_fence ~= '?'
+  and redis.call('GET', done) == retake_fence)"
+    };
+}
+
+/// Lua that makes the log of savers `done` last at least `cap_ms` (the
+/// taker's `lock_expire`), an empty log if there is none yet, so that a
+/// re-take's fence cannot expire into "nobody saved" (see [`retake_lua`]).
+/// An empty value reads as no log to every release of the scripts.
+macro_rules! stretch_done_lua {
+    () => {
+        r"if redis.call('PEXPIRE', done, cap_ms, 'GT') == 0 and redis.call('EXISTS', done) == 0 then
+    redis.call('SET', done, '', 'PX', cap_ms)
+  end
 "
     };
 }
@@ -180,7 +220,11 @@ macro_rules! save_logged_lua {
 /// ARGV: secret, lock TTL ms, data TTL s (0: plain GET), '1' to read the data
 /// even when busy, how long the caller will wait in ms (0: it will not, leave
 /// the queue), the hand-over timeout in ms, the owner suspected of a dead
-/// hand-over (or ''), '1' if the caller queued before.
+/// hand-over (or ''), '1' if the caller queued before, `max_waiters`, '1' to
+/// read the data when refused; with a lease only (lock TTL = the lease):
+/// `lock_expire` in ms, to which the log of savers is stretched by a take
+/// or a queueing, and the TTL a hand-over gives the caller (the lease and
+/// the BLPOP piece in which it learns of it).
 /// Returns {1, data, the last writer's secret, the session's lifetime} when the lock is ours; {0, data-or-false, owner, the one
 /// ahead of us, who handed the owner the lock} when busy. Repeats are safe: a
 /// lock that already holds our secret is ours (a lost reply, or a hand-over
@@ -192,6 +236,7 @@ local secret, lock_ms, refresh = ARGV[1], ARGV[2], ARGV[3]
 local read_if_busy, wait_ms, hand_over_ms = ARGV[4] == '1', tonumber(ARGV[5]), tonumber(ARGV[6])
 local suspect, queued = ARGV[7], ARGV[8] == '1'
 local max_waiters, read_if_rejected = tonumber(ARGV[9]), ARGV[10] == '1'
+local cap_ms, handed_ms = ARGV[11], ARGV[12] or lock_ms
 local owner = redis.call('GET', lock)
 -- A lock this thread took earlier (the first half of the secret names the
 -- thread) and has let go of: its release was lost or undone by a failover.
@@ -220,8 +265,14 @@ if not owner or owner == secret then
   -- lost reply): nobody may suspect us now. A push meant for us that we did
   -- not pop goes with our list.
   redis.call('SET', lock, secret, 'PX', lock_ms)
-  -- The log of savers is our fence: it lives as long as our lock.
-  redis.call('PEXPIRE', done, lock_ms, 'GT')
+  -- The log of savers is our fence: it lives as long as our lock, or with
+  -- a lease as long as we may re-take it.
+  if cap_ms then
+  ",
+    stretch_done_lua!(),
+    r"  else
+    redis.call('PEXPIRE', done, lock_ms, 'GT')
+  end
   redis.call('HDEL', waiters, secret)
   if queued then
     redis.call('ZREM', queue, secret)
@@ -248,7 +299,7 @@ if wait_ms > 0 then
   local now = time[1] * 1000 + math.floor(time[2] / 1000)
   redis.call('ZADD', queue, 'NX', time[1] .. string.format('%06d', time[2]), secret)
   redis.call('HSET', waiters, secret,
-    lock_ms .. ' ' .. refresh .. ' ' .. string.format('%d', now + wait_ms + hand_over_ms))
+    handed_ms .. ' ' .. refresh .. ' ' .. string.format('%d', now + wait_ms + hand_over_ms))
   local expiry = wait_ms + 2 * hand_over_ms
   for _, key in ipairs({queue, waiters}) do
     redis.call('PEXPIRE', key, expiry, 'NX')
@@ -258,6 +309,11 @@ if wait_ms > 0 then
   local rank = redis.call('ZRANK', queue, secret)
   ahead = owner
   if rank > 0 then ahead = redis.call('ZRANGE', queue, rank - 1, rank - 1)[1] end
+  -- A hand-over carries the log as our fence: it must outlast our lease.
+  if cap_ms then
+  ",
+    stretch_done_lua!(),
+    r"  end
 elseif queued then
   redis.call('ZREM', queue, secret)
   redis.call('HDEL', waiters, secret)
@@ -268,8 +324,10 @@ return {0, data, owner, ahead, handed_by or false}",
 ));
 
 /// KEYS: data, lock, queue, waiters, next, done, lifetime. ARGV: secret,
-/// data, data TTL s, lock TTL ms, fence, the request's new lifetime (''
-/// keeps the stored one, '-' drops it). Stores (for the session's lifetime)
+/// data, data TTL s, the log's TTL ms (`lock_expire`), fence, the request's
+/// new lifetime ('' keeps the stored one, '-' drops it); with a lease only,
+/// for a re-take ([`retake_lua`]): what is left of `lock_expire` in ms, and
+/// the log of savers at the read. Stores (for the session's lifetime)
 /// and releases only while the lock holds the secret: 1 if it did ({1, the
 /// lifetime} when it stored one), 0 if the lock was lost. The store logs
 /// the secret in `done` for the lock's TTL, so that a repeat after a lost
@@ -282,14 +340,18 @@ return {0, data, owner, ahead, handed_by or false}",
 pub(crate) static WRITE_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
     r"local data, default_s, lock_ms, fence, life_arg = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-if redis.call('GET', lock) ~= secret then
+local retake_ms, retake_fence = ARGV[7], ARGV[8]
+local owner = redis.call('GET', lock)
+if owner ~= secret then
   if ",
     save_logged_lua!(),
     r" then
     local kept = redis.call('GET', life)
     return kept and {1, kept} or 1
   end
-  return 0
+  if not ",
+    retake_lua!(),
+    r" then return 0 end
 end
 local stale = fence ~= '?' and (redis.call('GET', done) or '') ~= fence
 local applied_life = false
@@ -312,7 +374,8 @@ return applied_life and {1, applied_life} or 1"
 ));
 
 /// KEYS as [`WRITE_AND_RELEASE`]. ARGV: secret, data, data TTL s, the
-/// request's new lifetime as for [`WRITE_AND_RELEASE`], lock TTL ms.
+/// request's new lifetime as for [`WRITE_AND_RELEASE`], the log's TTL ms;
+/// with a lease only, as [`WRITE_AND_RELEASE`]'s last two.
 /// Renews the TTL for the session's lifetime (allowed without the lock, as in
 /// phpredis, which then keeps the stored lifetime); applies the new
 /// lifetime, rewrites a vanished key and releases the lock only while it
@@ -321,10 +384,15 @@ return applied_life and {1, applied_life} or 1"
 pub(crate) static TOUCH_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
     r"local data, default_s, life_arg = ARGV[2], ARGV[3], ARGV[4]
-local held = redis.call('GET', lock) == secret
+local retake_ms, retake_fence = ARGV[6], ARGV[7]
+local owner = redis.call('GET', lock)
+local held = owner == secret
 local repeated = not held and ",
     save_logged_lua!(),
     r"
+if not held and not repeated and ",
+    retake_lua!(),
+    r" then held = true end
 if not held then life_arg = '' end
 ",
     new_lifetime_lua!(),
@@ -344,18 +412,23 @@ local done_ms = ARGV[5]
     "return life_value and {1, life_value} or 1"
 ));
 
-/// KEYS as [`WRITE_AND_RELEASE`]. ARGV: secret, lock TTL ms. Deletes the
+/// KEYS as [`WRITE_AND_RELEASE`]. ARGV: secret, the log's TTL ms; with a
+/// lease only, as [`WRITE_AND_RELEASE`]'s last two. Deletes the
 /// data and its lifetime and releases the lock only while it holds the
 /// secret: 1 if it did ({1, the lifetime it had} with one), 0 if the lock was
 /// lost (an expired lock may have gone to another holder, whose data must
 /// stay). Logs itself in `done` as a write does.
 pub(crate) static DESTROY_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
-    r"if redis.call('GET', lock) ~= secret then
+    r"local retake_ms, retake_fence = ARGV[3], ARGV[4]
+local owner = redis.call('GET', lock)
+if owner ~= secret then
   if ",
     save_logged_lua!(),
     r" then return 1 end
-  return 0
+  if not ",
+    retake_lua!(),
+    r" then return 0 end
 end
 local life_value = redis.call('GET', life)
 redis.call('DEL', data_key, life)
@@ -394,6 +467,17 @@ pub(crate) static READ_AND_RENEW: LuaScript = LuaScript::new(concat!(
     read_data_lua!(),
     "return {data, life_value}"
 ));
+
+/// The watchdog's renewal of a lease. KEYS: the lock. ARGV: the holder's
+/// secret, the new TTL in ms (the client caps it at what is left of
+/// `lock_expire` and sends nothing past that). Returns 1 if the lock held
+/// the secret and was extended, 0 if not: a lock that lapsed, went to
+/// another holder or was released is never touched.
+pub(crate) static RENEW_LEASE: LuaScript = LuaScript::new(
+    r"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1",
+);
 
 /// Every script of the protocol, for tests that check them all.
 #[cfg(test)]

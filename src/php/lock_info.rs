@@ -22,7 +22,8 @@ use crate::settings::IniSource;
 /// The function's body: `id` as PHP's own functions take a `string`
 /// (an int, float, bool or Stringable coerced unless `strict_types`; bytes,
 /// not UTF-8 text). Returns `['locked' => bool, 'ttl_ms' => int, 'waiters' => int,
-/// 'data_ttl_ms' => int, 'lifetime' => ['seconds' => int, 'sliding' => bool] or null]`
+/// 'data_ttl_ms' => int, 'lifetime' => ['seconds' => int, 'sliding' => bool] or null,
+/// 'lease_ms' => int (0: off), 'lease_expires_ms' => ?int, 'lease_renewed_for_ms' => ?int]`
 /// for the id under the current `session.save_path` (its prefix and cluster);
 /// null with a warning when the cluster cannot tell.
 extern "C" fn rediscluster_session_lock_info(ex: &mut ExecuteData, retval: &mut Zval) {
@@ -106,6 +107,21 @@ fn lock_info(id: &[u8]) -> Result<ZBox<ZendHashTable>> {
             table.insert("lifetime", shown)?;
         }
         None => table.insert("lifetime", ())?,
+    }
+    let millis =
+        |duration: std::time::Duration| i64::try_from(duration.as_millis()).unwrap_or(i64::MAX);
+    table.insert("lease_ms", info.lease.map_or(0, millis))?;
+    // Only for a lock this process holds: when its lease, as last renewed,
+    // runs out, and how much longer it is renewed (`lock_expire`).
+    match info.renewing {
+        Some(lease) => {
+            table.insert("lease_expires_ms", millis(lease.expires_in))?;
+            table.insert("lease_renewed_for_ms", millis(lease.renewed_for))?;
+        }
+        None => {
+            table.insert("lease_expires_ms", ())?;
+            table.insert("lease_renewed_for_ms", ())?;
+        }
     }
     Ok(table)
 }

@@ -121,6 +121,7 @@ unsafe extern "C" fn minit(_type: i32, module_number: i32) -> i32 {
 unsafe extern "C" fn post_deactivate() -> i32 {
     no_unwind(FAILURE, || {
         crate::request::with(crate::request::Request::ended);
+        crate::watchdog::request_ended();
         crate::store::request_ended();
         SUCCESS
     })
@@ -137,6 +138,13 @@ pub extern "C" fn rediscluster_session_regenerating(running: c_int) {
 
 unsafe extern "C" fn mshutdown(_type: i32, module_number: i32) -> i32 {
     no_unwind(FAILURE, || {
+        // Before PHP unloads the library the thread runs in.
+        if !crate::watchdog::stop() {
+            php_error(
+                &ErrorType::CoreWarning,
+                "rediscluster_session: the lease watchdog did not stop in time",
+            );
+        }
         // SAFETY: only removes the entries registered under our module number.
         unsafe { zend_unregister_ini_entries(module_number) };
         // A server that restarts PHP in the same process (Apache's graceful

@@ -141,6 +141,8 @@ impl Server {
                     let option = args[i].to_ascii_uppercase();
                     if option == b"NX" {
                         nx = true;
+                    } else if option == b"KEEPTTL" {
+                        at = self.ttl_of(&k).flatten();
                     } else {
                         at = Some(
                             expiry_at(&option, int(i + 1)?)

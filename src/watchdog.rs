@@ -1,0 +1,1013 @@
+//! The lease watchdog (issue 38): one thread per process renews the lease
+//! of every session lock its requests hold, so that a holder that dies gives
+//! way within one lease while a live one keeps its lock, up to `lock_expire`
+//! from taking it, whatever its PHP thread is busy with.
+//!
+//! - Life: started by the first lock a request registers, never at module
+//!   startup (which runs in php-fpm's master, before the fork); stopped and
+//!   joined by [`stop`] at module shutdown, before PHP unloads the library.
+//!   It starts with every signal blocked: PHP's `max_execution_time`
+//!   (SIGPROF), pcntl and php-fpm expect their handlers to run on PHP's thread.
+//! - Sleep: the thread blocks reading a timerfd that the request threads
+//!   arm and disarm under the registry's mutex. A request that ends before
+//!   its first renewal costs two `timerfd_settime` calls and never wakes the
+//!   thread; an idle worker's thread never wakes.
+//! - Renewal: every third of the lease ([`interval`]), [`RENEW_LEASE`](crate::lock::RENEW_LEASE) for
+//!   each lock due, pipelined per primary, over the thread's own connections
+//!   (a request's are its thread's), made with the registering request's
+//!   save_path settings by the cluster code the requests use: redirects,
+//!   `TRYAGAIN`, refused connections and retries as there, each call within
+//!   what is left of the lease. The connections are kept while locks are
+//!   held and closed once none is.
+//! - Fork: the registry belongs to the process that made it. A forked child
+//!   never touches its parent's (the thread may have held its mutex at the
+//!   fork), has no thread, never renews the locks it inherited (they are its
+//!   parent's), and makes a registry of its own at its first registration.
+
+use std::cell::{Cell, RefCell};
+use std::ffi::{c_int, c_long};
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::FromRawFd;
+use std::ptr::null_mut;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
+
+use crate::cluster::{Cluster, Request};
+use crate::config::ConnectionConfig;
+use crate::keys::hash_slot;
+use crate::lock::{renewal_call, renewal_ttl};
+use crate::stats;
+use crate::store::script_command;
+
+/// A renewal that failed (no answer in time, `BUSY`, a refused connection)
+/// is tried again this soon, while the lease lasts.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+/// The longest a round of renewals waits for its replies, however long the
+/// lease: [`stop`] waits for a round to end.
+const LONGEST_ROUND: Duration = Duration::from_secs(2);
+/// The shortest: a lease already out (a failover, a late hand-over) may still
+/// hold the lock on a primary whose clock runs behind ours.
+const SHORTEST_ROUND: Duration = Duration::from_millis(100);
+/// How long [`stop`] waits for the thread to end.
+const STOP_WAIT: Duration = Duration::from_secs(3);
+
+/// When a lock's lease is renewed: a third of it, as Redisson and etcd do.
+/// A request shorter than that costs no call; a renewal that fails leaves
+/// two thirds of the lease for its retries.
+pub fn interval(lease: Duration) -> Duration {
+    lease / 3
+}
+
+/// A lock as the watchdog renews it.
+pub struct Watched<'a> {
+    pub lock_key: &'a [u8],
+    pub secret: &'a [u8],
+    pub lease: Duration,
+    /// Sent no later than the call that took it.
+    pub taken_at: Instant,
+    /// Renewed no further than this from `taken_at`.
+    pub lock_expire: Duration,
+}
+
+#[cfg(test)]
+impl Watched<'_> {
+    /// What the watchdog sends for this lock at `now` (see [`renewal_call`]);
+    /// `None` once `lock_expire` has passed since the take.
+    pub(crate) fn renewal_call<R>(
+        &self,
+        now: Instant,
+        call: impl FnOnce(&crate::script::LuaScript, &[&[u8]], &[&[u8]]) -> R,
+    ) -> Option<R> {
+        let ttl = renewal_ttl(self.lease, self.taken_at, self.lock_expire, now)?;
+        Some(renewal_call(self.lock_key, self.secret, ttl, call))
+    }
+}
+
+/// What `rediscluster_session_lock_info()` shows of a lock this process renews.
+pub struct LeaseView {
+    /// Until the lease as last set runs out, unless renewed.
+    pub expires_in: Duration,
+    /// Until renewals stop (`lock_expire` from taking the lock).
+    pub renewed_for: Duration,
+}
+
+struct Entry {
+    id: u64,
+    /// The request thread that registered it.
+    owner: u64,
+    config: Arc<ConnectionConfig>,
+    lock_key: Vec<u8>,
+    secret: Vec<u8>,
+    lease: Duration,
+    taken_at: Instant,
+    /// No renewal past `taken_at` + this.
+    lock_expire: Duration,
+    /// When the lease as last set runs out (from the send of the call that set it).
+    expires: Instant,
+    /// When to renew next; `None` once renewals ended (capped, lost) or while in flight.
+    due: Option<Instant>,
+    /// Renewed at least once: its request has outlived the first interval, so
+    /// it may go a little early, with a round that renews others.
+    renewed: bool,
+}
+
+#[derive(Default)]
+struct State {
+    entries: Vec<Entry>,
+    next_id: u64,
+    /// When the timer fires, as last armed.
+    armed: Option<Instant>,
+    /// The thread holds connections, to close once no lock is held.
+    connected: bool,
+    stopping: bool,
+    thread: Option<JoinHandle<()>>,
+}
+
+struct Watchdog {
+    /// The process it belongs to.
+    pid: u32,
+    state: Mutex<State>,
+    timer: Timer,
+}
+
+/// This process's watchdog, or its parent's in a forked child (never used
+/// there). Freed by [`stop`] only.
+static WATCHDOG: AtomicPtr<Watchdog> = AtomicPtr::new(null_mut());
+static NEXT_OWNER: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// This request thread, as the owner of the locks it registers.
+    static OWNER: u64 = NEXT_OWNER.fetch_add(1, Ordering::Relaxed);
+    /// This thread registered a lock since its request began: only then do
+    /// its releases and its request's end look at the registry.
+    static WATCHING: Cell<bool> = const { Cell::new(false) };
+    /// The config this thread registered with last, as the thread's copy: a
+    /// worker registers with the same one request after request.
+    static SHARED_CONFIG: RefCell<Option<(Rc<ConnectionConfig>, Arc<ConnectionConfig>)>> =
+        const { RefCell::new(None) };
+}
+
+impl Watchdog {
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic in the thread's round leaves the registry consistent.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// This process's watchdog; made if `create` and there is none yet, or only
+/// the parent's (a forked child).
+fn this_process(create: bool) -> io::Result<Option<&'static Watchdog>> {
+    let pid = std::process::id();
+    let current = WATCHDOG.load(Ordering::Acquire);
+    // SAFETY: a pointer from Box::into_raw, freed only by `stop` after the
+    // last request of the process.
+    if let Some(watchdog) = unsafe { current.as_ref() }
+        && watchdog.pid == pid
+    {
+        return Ok(Some(watchdog));
+    }
+    if !create {
+        return Ok(None);
+    }
+    // A parent's is left as it is (leaked): its mutex may be held by a
+    // thread this process does not have.
+    let made = Box::into_raw(Box::new(Watchdog {
+        pid,
+        state: Mutex::default(),
+        timer: Timer::new()?,
+    }));
+    match WATCHDOG.compare_exchange(current, made, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: just made, and now shared for the process's life.
+        Ok(_) => Ok(Some(unsafe { &*made })),
+        Err(other) => {
+            // Another thread of this process made one first.
+            // SAFETY: ours, never shared.
+            drop(unsafe { Box::from_raw(made) });
+            Ok(unsafe { other.as_ref() }.filter(|watchdog| watchdog.pid == pid))
+        }
+    }
+}
+
+/// Renews `lock`'s lease every [`interval`] until [`unwatch`], the request's
+/// end ([`request_ended`]) or `lock_expire` from taking it. The lock must be
+/// on the cluster `config` reaches. An error when the thread cannot start:
+/// the lock then lives one lease.
+pub fn watch(config: &Rc<ConnectionConfig>, lock: Watched) -> io::Result<()> {
+    let lease = lock.lease;
+    let Some(watchdog) = this_process(true)? else {
+        return Ok(());
+    };
+    let config = shared_config(config);
+    let due = lock.taken_at + interval(lease);
+    let mut state = watchdog.state();
+    if state.stopping {
+        return Ok(());
+    }
+    // Started by the first lock, and again if a panic ever ended it.
+    if state.thread.as_ref().is_none_or(JoinHandle::is_finished) {
+        state.thread = Some(start_thread(watchdog)?);
+    }
+    let id = state.next_id;
+    state.next_id += 1;
+    state.entries.push(Entry {
+        id,
+        owner: OWNER.with(|owner| *owner),
+        config,
+        lock_key: lock.lock_key.to_vec(),
+        secret: lock.secret.to_vec(),
+        lease,
+        taken_at: lock.taken_at,
+        lock_expire: lock.lock_expire,
+        expires: lock.taken_at + lease,
+        due: Some(due),
+        renewed: false,
+    });
+    WATCHING.set(true);
+    if state.armed.is_none_or(|armed| due < armed) {
+        watchdog.timer.arm(&mut state, Some(due));
+    }
+    Ok(())
+}
+
+/// The request's config as the thread's copy, made once per config.
+fn shared_config(config: &Rc<ConnectionConfig>) -> Arc<ConnectionConfig> {
+    SHARED_CONFIG.with_borrow_mut(|last| match last {
+        Some((rc, arc)) if Rc::ptr_eq(rc, config) => arc.clone(),
+        _ => {
+            let arc = Arc::new(ConnectionConfig::clone(config));
+            *last = Some((config.clone(), arc.clone()));
+            arc
+        }
+    })
+}
+
+/// The lock leaves the watchdog: it is being released.
+pub fn unwatch(lock_key: &[u8], secret: &[u8]) {
+    if WATCHING.get() {
+        forget(|entry| entry.lock_key == lock_key && entry.secret == secret);
+    }
+}
+
+/// The request ended (after a fatal error too): its thread's locks leave
+/// the watchdog, released or not (a lock its request could not release
+/// expires within one lease).
+pub fn request_ended() {
+    if WATCHING.replace(false) {
+        let owner = OWNER.with(|owner| *owner);
+        forget(|entry| entry.owner == owner);
+    }
+}
+
+fn forget(matching: impl Fn(&Entry) -> bool) {
+    // A forked child's locks are its parent's: nothing of them here.
+    let Ok(Some(watchdog)) = this_process(false) else {
+        return;
+    };
+    let mut state = watchdog.state();
+    state.entries.retain(|entry| !matching(entry));
+    if state.entries.is_empty() {
+        // The thread wakes only to close the connections it holds.
+        let wake = state.connected.then(Instant::now);
+        watchdog.timer.arm(&mut state, wake);
+    }
+}
+
+/// The lease of a lock this process renews, by its key.
+pub fn lease_of(lock_key: &[u8]) -> Option<LeaseView> {
+    let watchdog = this_process(false).ok()??;
+    let state = watchdog.state();
+    let entry = state
+        .entries
+        .iter()
+        .find(|entry| entry.lock_key == lock_key)?;
+    let now = Instant::now();
+    Some(LeaseView {
+        expires_in: entry.expires.saturating_duration_since(now),
+        renewed_for: entry
+            .lock_expire
+            .saturating_sub(now.saturating_duration_since(entry.taken_at)),
+    })
+}
+
+/// Module shutdown: stops the thread and waits for it, at most
+/// [`STOP_WAIT`] (a round's calls end within [`LONGEST_ROUND`]). False if it
+/// did not end in time.
+pub fn stop() -> bool {
+    let pointer = WATCHDOG.load(Ordering::Acquire);
+    // SAFETY: as in `this_process`.
+    let Some(watchdog) = (unsafe { pointer.as_ref() }) else {
+        return true;
+    };
+    if watchdog.pid != std::process::id() {
+        // A forked child's copy of its parent's: no thread here.
+        return true;
+    }
+    let thread = {
+        let mut state = watchdog.state();
+        state.stopping = true;
+        state.entries.clear();
+        watchdog.timer.arm(&mut state, Some(Instant::now()));
+        state.thread.take()
+    };
+    if let Some(thread) = thread {
+        let until = Instant::now() + STOP_WAIT;
+        while !thread.is_finished() {
+            if Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = thread.join();
+    }
+    if WATCHDOG
+        .compare_exchange(pointer, null_mut(), Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+    {
+        // SAFETY: the thread has ended and no request runs at shutdown.
+        drop(unsafe { Box::from_raw(pointer) });
+    }
+    true
+}
+
+/// Starts the thread with every signal blocked from its first instruction:
+/// the mask is inherited from the thread that creates it.
+fn start_thread(watchdog: &'static Watchdog) -> io::Result<JoinHandle<()>> {
+    // Made here, on a PHP thread: a fork while the thread made it would
+    // leave the child's copy of its `OnceLock` busy for ever.
+    crate::lock::RENEW_LEASE.sha1();
+    let previous = block_signals(None);
+    let started = std::thread::Builder::new()
+        .name("rcs-watchdog".into())
+        .spawn(move || run(watchdog));
+    block_signals(Some(&previous));
+    started
+}
+
+/// `sigset_t` as glibc and musl size it on Linux (1024 bits).
+#[repr(C)]
+struct SigSet([u64; 16]);
+
+/// Blocks every signal in the calling thread, or restores `previous`;
+/// returns the mask it replaced.
+fn block_signals(previous: Option<&SigSet>) -> SigSet {
+    unsafe extern "C" {
+        fn sigfillset(set: *mut SigSet) -> c_int;
+        fn pthread_sigmask(how: c_int, set: *const SigSet, old: *mut SigSet) -> c_int;
+    }
+    const SIG_SETMASK: c_int = 2;
+    let mut all = SigSet([0; 16]);
+    let mut old = SigSet([0; 16]);
+    // SAFETY: valid sets for the calls' duration.
+    unsafe {
+        let set = match previous {
+            Some(previous) => previous,
+            None => {
+                sigfillset(&mut all);
+                &all
+            }
+        };
+        pthread_sigmask(SIG_SETMASK, set, &mut old);
+    }
+    old
+}
+
+/// A renewal in flight.
+struct Renewal {
+    id: u64,
+    config: Arc<ConnectionConfig>,
+    lock_key: Vec<u8>,
+    secret: Vec<u8>,
+    ttl: Duration,
+    deadline: Instant,
+}
+
+/// What a renewal found.
+enum Outcome {
+    /// The lease runs `ttl` from `sent`.
+    Renewed {
+        sent: Instant,
+        ttl: Duration,
+    },
+    /// The lock holds another secret, or none: its lease ran out.
+    Lost,
+    Failed,
+}
+
+fn run(watchdog: &'static Watchdog) {
+    let mut clusters: Vec<(Arc<ConnectionConfig>, Cluster)> = Vec::new();
+    loop {
+        watchdog.timer.wait();
+        let (due, close) = {
+            let mut state = watchdog.state();
+            if state.stopping {
+                return;
+            }
+            state.armed = None;
+            let due = due_renewals(&mut state, Instant::now());
+            let close = due.is_empty() && state.entries.is_empty() && state.connected;
+            if close {
+                state.connected = false;
+            }
+            let next = next_due(&state);
+            watchdog.timer.arm(&mut state, next);
+            (due, close)
+        };
+        if close {
+            clusters.iter_mut().for_each(|(_, c)| c.close_connections());
+        }
+        if due.is_empty() {
+            continue;
+        }
+        let outcomes =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| renew(&mut clusters, &due)))
+                .unwrap_or_else(|_| due.iter().map(|_| Outcome::Failed).collect());
+        let mut state = watchdog.state();
+        // Stopped during the round: the timer `stop` armed is not undone.
+        if state.stopping {
+            return;
+        }
+        for (renewal, outcome) in due.iter().zip(outcomes) {
+            // One unwatched meanwhile is no longer ours to judge.
+            if let Some(entry) = state.entries.iter_mut().find(|e| e.id == renewal.id) {
+                apply(entry, outcome);
+            }
+        }
+        // The connections kept: one to each primary of a lock still renewed.
+        let held: Vec<(Arc<ConnectionConfig>, u16)> = state
+            .entries
+            .iter()
+            .filter(|entry| entry.due.is_some())
+            .map(|entry| (entry.config.clone(), hash_slot(&entry.lock_key)))
+            .collect();
+        state.connected = !held.is_empty();
+        let next = next_due(&state);
+        watchdog.timer.arm(&mut state, next);
+        drop(state);
+        for (config, cluster) in &mut clusters {
+            let slots: Vec<u16> = held
+                .iter()
+                .filter(|(held_on, _)| held_on == config)
+                .map(|&(_, slot)| slot)
+                .collect();
+            cluster.close_connections_except(&slots);
+        }
+    }
+}
+
+/// The renewals due by `now`, taken out of the schedule while in flight.
+/// A lock at its cap gets none: renewals stop at `lock_expire`.
+fn due_renewals(state: &mut State, now: Instant) -> Vec<Renewal> {
+    let mut due = Vec::new();
+    for entry in &mut state.entries {
+        // Up to a quarter interval early, so that the locks of one process
+        // fall into the same rounds and each primary gets one write per round.
+        let early = if entry.renewed {
+            interval(entry.lease) / 4
+        } else {
+            Duration::ZERO
+        };
+        if entry.due.is_none_or(|at| at > now + early) {
+            continue;
+        }
+        entry.due = None;
+        let Some(ttl) = renewal_ttl(entry.lease, entry.taken_at, entry.lock_expire, now) else {
+            continue;
+        };
+        let left = entry.expires.saturating_duration_since(now);
+        due.push(Renewal {
+            id: entry.id,
+            config: entry.config.clone(),
+            lock_key: entry.lock_key.clone(),
+            secret: entry.secret.clone(),
+            ttl,
+            deadline: now + left.clamp(SHORTEST_ROUND, LONGEST_ROUND),
+        });
+    }
+    due
+}
+
+fn next_due(state: &State) -> Option<Instant> {
+    state.entries.iter().filter_map(|entry| entry.due).min()
+}
+
+fn apply(entry: &mut Entry, outcome: Outcome) {
+    match outcome {
+        Outcome::Renewed { sent, ttl } => {
+            stats::lease_renewed();
+            entry.expires = sent + ttl;
+            entry.due = Some(sent + interval(entry.lease));
+            entry.renewed = true;
+        }
+        Outcome::Lost => stats::lease_lost(),
+        Outcome::Failed => {
+            stats::lease_renewal_failed();
+            entry.due = Some(Instant::now() + RETRY_PAUSE);
+        }
+    }
+}
+
+/// One round: every renewal due, one pipelined exchange per primary.
+fn renew(clusters: &mut Vec<(Arc<ConnectionConfig>, Cluster)>, due: &[Renewal]) -> Vec<Outcome> {
+    let mut outcomes: Vec<Option<Outcome>> = due.iter().map(|_| None).collect();
+    let mut configs: Vec<&Arc<ConnectionConfig>> = Vec::new();
+    for renewal in due {
+        if !configs.iter().any(|config| ***config == *renewal.config) {
+            configs.push(&renewal.config);
+        }
+    }
+    for config in configs {
+        let cluster = match clusters.iter().position(|(c, _)| **c == **config) {
+            Some(index) => &mut clusters[index].1,
+            None => {
+                let cluster = Cluster::new(Rc::new(ConnectionConfig::clone(config)));
+                clusters.push((config.clone(), cluster));
+                &mut clusters.last_mut().expect("just pushed").1
+            }
+        };
+        let members: Vec<usize> = (0..due.len())
+            .filter(|&index| *due[index].config == **config)
+            .collect();
+        let sent = Instant::now();
+        let commands: Vec<Vec<u8>> = members
+            .iter()
+            .map(|&index| renew_command(&due[index], Verb::EvalSha))
+            .collect();
+        let requests: Vec<Request> = members
+            .iter()
+            .zip(&commands)
+            .map(|(&index, packed)| renew_request(&due[index], config, packed))
+            .collect();
+        let replies = cluster.request_each(&requests);
+        for (&index, reply) in members.iter().zip(replies) {
+            let renewal = &due[index];
+            let reply = match reply {
+                // A primary that lost its scripts (a restart, a failover).
+                Ok(replies) if no_script(&replies) => {
+                    let packed = renew_command(renewal, Verb::Eval);
+                    cluster.request(&renew_request(renewal, config, &packed))
+                }
+                other => other,
+            };
+            outcomes[index] = Some(match reply.as_deref() {
+                Ok([Value::Int(1)]) => Outcome::Renewed {
+                    sent,
+                    ttl: renewal.ttl,
+                },
+                Ok([Value::Int(0)]) => Outcome::Lost,
+                Ok([Value::ServerError(error)]) => {
+                    stats::error(crate::store::error_kind(&RedisError::from(error.clone())));
+                    Outcome::Failed
+                }
+                Ok(_) => Outcome::Failed,
+                Err(failure) => {
+                    stats::error(crate::store::error_kind(&failure.error));
+                    Outcome::Failed
+                }
+            });
+        }
+    }
+    outcomes
+        .into_iter()
+        .map(|outcome| outcome.unwrap_or(Outcome::Failed))
+        .collect()
+}
+
+enum Verb {
+    EvalSha,
+    Eval,
+}
+
+fn renew_command(renewal: &Renewal, verb: Verb) -> Vec<u8> {
+    renewal_call(
+        &renewal.lock_key,
+        &renewal.secret,
+        renewal.ttl,
+        |script, keys, args| match verb {
+            Verb::EvalSha => script_command("EVALSHA", script.sha1(), keys, args),
+            Verb::Eval => script_command("EVAL", script.source(), keys, args),
+        },
+    )
+}
+
+fn renew_request<'a>(
+    renewal: &Renewal,
+    config: &ConnectionConfig,
+    packed: &'a [u8],
+) -> Request<'a> {
+    Request {
+        slot: hash_slot(&renewal.lock_key),
+        packed,
+        count: 1,
+        reply_timeout: config.read_timeout,
+        deadline: renewal.deadline,
+        retry_broken: true,
+        follow_redirects: true,
+        may_fall_back: false,
+    }
+}
+
+fn no_script(replies: &[Value]) -> bool {
+    matches!(replies, [Value::ServerError(error)]
+        if RedisError::from(error.clone()).kind() == ErrorKind::Server(ServerErrorKind::NoScript))
+}
+
+/// A `timerfd` on the monotonic clock: the thread blocks reading it, the
+/// request threads arm it without waking the thread.
+struct Timer(File);
+
+#[repr(C)]
+struct TimeSpec {
+    seconds: c_long,
+    nanos: c_long,
+}
+
+#[repr(C)]
+struct TimerSpec {
+    interval: TimeSpec,
+    value: TimeSpec,
+}
+
+unsafe extern "C" {
+    fn timerfd_create(clock: c_int, flags: c_int) -> c_int;
+    fn timerfd_settime(
+        fd: c_int,
+        flags: c_int,
+        new: *const TimerSpec,
+        old: *mut TimerSpec,
+    ) -> c_int;
+}
+
+impl Timer {
+    fn new() -> io::Result<Timer> {
+        const CLOCK_MONOTONIC: c_int = 1;
+        const TFD_CLOEXEC: c_int = 0o2_000_000;
+        // SAFETY: no pointers; a new descriptor or -1.
+        let fd = unsafe { timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a descriptor just made, owned by the file from now on.
+        Ok(Timer(unsafe { File::from_raw_fd(fd) }))
+    }
+
+    /// Fires at `at` (at once if past), or never for `None`; the caller holds
+    /// the registry, whose `armed` it updates.
+    fn arm(&self, state: &mut State, at: Option<Instant>) {
+        use std::os::fd::AsRawFd;
+        if state.armed == at {
+            return;
+        }
+        state.armed = at;
+        let after = at.map_or(Duration::ZERO, |at| {
+            at.saturating_duration_since(Instant::now())
+                .max(Duration::from_nanos(1))
+        });
+        let spec = TimerSpec {
+            interval: TimeSpec {
+                seconds: 0,
+                nanos: 0,
+            },
+            value: TimeSpec {
+                seconds: c_long::try_from(after.as_secs()).unwrap_or(c_long::MAX),
+                nanos: c_long::from(after.subsec_nanos()),
+            },
+        };
+        // SAFETY: a valid spec; the old one is not asked for. It fails only
+        // for a bad descriptor, which this one is not.
+        unsafe { timerfd_settime(self.0.as_raw_fd(), 0, &spec, null_mut()) };
+    }
+
+    /// Blocks until the timer fires.
+    fn wait(&self) {
+        let mut expirations = [0u8; 8];
+        // Interrupted calls (no signal reaches this thread) are repeated.
+        while let Err(error) = (&self.0).read_exact(&mut expirations) {
+            if error.kind() != io::ErrorKind::Interrupted {
+                // Not a timerfd's failure: do not spin on it.
+                std::thread::sleep(RETRY_PAUSE);
+                return;
+            }
+        }
+    }
+}
+
+/// The thread on a real cluster; `scripts/test.sh` runs these with
+/// `cargo test -- --ignored` after starting one.
+#[cfg(test)]
+mod cluster_tests {
+    use super::*;
+    use crate::store::cluster_tests::{int, store};
+    use crate::store::{ClusterStore, Reply};
+    use redis::cmd;
+    use std::thread::sleep;
+
+    const LEASE: Duration = Duration::from_millis(600);
+
+    fn config() -> Rc<ConnectionConfig> {
+        let seeds = std::env::var("RCS_SEEDS").expect("RCS_SEEDS of a running cluster");
+        let path = seeds
+            .split(',')
+            .map(|seed| format!("seed[]={seed}"))
+            .collect::<Vec<_>>()
+            .join("&");
+        Rc::new((&crate::save_path::parse(&path).unwrap()).into())
+    }
+
+    /// A lock held by `secret` for one lease, as the acquire leaves it.
+    fn take(store: &ClusterStore, key: &[u8], secret: &[u8]) -> Instant {
+        let taken = Instant::now();
+        let ms = LEASE.as_millis().to_string();
+        let set = cmd("SET").arg(key).arg(secret).arg("PX").arg(ms).clone();
+        assert_eq!(store.run(key, &set).unwrap(), Reply::Status);
+        taken
+    }
+
+    fn watch_for(key: &[u8], secret: &[u8], taken_at: Instant, lock_expire: Duration) {
+        let lock = Watched {
+            lock_key: key,
+            secret,
+            lease: LEASE,
+            taken_at,
+            lock_expire,
+        };
+        watch(&config(), lock).unwrap();
+    }
+
+    /// A lock taken and watched with `lock_expire` 30 s.
+    fn hold(store: &ClusterStore, key: &[u8], secret: &[u8]) {
+        let taken = take(store, key, secret);
+        watch_for(key, secret, taken, Duration::from_secs(30));
+    }
+
+    fn holder(store: &ClusterStore, key: &[u8]) -> Option<Vec<u8>> {
+        match store.run(key, cmd("GET").arg(key)).unwrap() {
+            Reply::Data(secret) => Some(secret),
+            _ => None,
+        }
+    }
+
+    /// The test's end: the lock leaves the watchdog and the cluster.
+    fn let_go(store: &ClusterStore, key: &[u8], secret: &[u8]) {
+        unwatch(key, secret);
+        store.run(key, cmd("DEL").arg(key)).unwrap();
+    }
+
+    fn lost() -> u64 {
+        stats::snapshot()
+            .into_iter()
+            .find_map(|(name, stat)| match stat {
+                stats::Stat::Count(n) if name == "locks_lost_to_expiry" => Some(n),
+                _ => None,
+            })
+            .unwrap()
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_renewed_lock_outlives_leases_and_expires_within_one_once_let_go() {
+        let store = store();
+        let key: &[u8] = b"{wd-renewed}_LOCK";
+        hold(&store, key, b"ours");
+        sleep(4 * LEASE);
+        assert_eq!(holder(&store, key).as_deref(), Some(&b"ours"[..]));
+        let lease = lease_of(key).expect("renewed by this process");
+        assert!(lease.expires_in <= LEASE && lease.renewed_for > Duration::from_secs(25));
+        unwatch(key, b"ours");
+        let let_go = Instant::now();
+        while holder(&store, key).is_some() {
+            assert!(let_go.elapsed() <= LEASE, "outlived its lease once let go");
+            sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn opened() -> u64 {
+        stats::snapshot()
+            .into_iter()
+            .find_map(|(name, stat)| match stat {
+                stats::Stat::Group(events) if name == "node_connections" => events
+                    .into_iter()
+                    .find_map(|(event, n)| (event == "opened").then_some(n)),
+                _ => None,
+            })
+            .unwrap()
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn many_locks_are_renewed_over_one_connection_per_primary() {
+        let store = store();
+        let keys: Vec<Vec<u8>> = (0..12)
+            .map(|n| format!("{{wd-many-{n}}}_LOCK").into_bytes())
+            .collect();
+        let primaries: std::collections::HashSet<String> = keys
+            .iter()
+            .map(|key| crate::store::cluster_tests::owners(key).0)
+            .collect();
+        let taken: Vec<Instant> = keys.iter().map(|key| take(&store, key, b"ours")).collect();
+        let opened_before = opened();
+        for (key, taken) in keys.iter().zip(taken) {
+            watch_for(key, b"ours", taken, Duration::from_secs(30));
+        }
+        sleep(4 * LEASE);
+        for key in &keys {
+            assert_eq!(holder(&store, key).as_deref(), Some(&b"ours"[..]));
+        }
+        let opened = opened() - opened_before;
+        assert!(
+            opened <= primaries.len() as u64,
+            "{opened} connections for {} primaries",
+            primaries.len()
+        );
+        for key in &keys {
+            let_go(&store, key, b"ours");
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_request_that_ends_leaves_its_locks_to_expire() {
+        let store = store();
+        let keys: [&[u8]; 2] = [b"{wd-end-a}_LOCK", b"{wd-end-b}_LOCK"];
+        for key in keys {
+            hold(&store, key, b"ours");
+        }
+        sleep(2 * LEASE);
+        // A thread gone with its request (a fatal error, a lost release).
+        request_ended();
+        let ended = Instant::now();
+        for key in keys {
+            while holder(&store, key).is_some() {
+                assert!(ended.elapsed() <= LEASE, "outlived its lease");
+                sleep(Duration::from_millis(20));
+            }
+            assert!(lease_of(key).is_none());
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn renewals_stop_at_lock_expire() {
+        let store = store();
+        let key: &[u8] = b"{wd-cap}_LOCK";
+        let lock_expire = Duration::from_millis(1500);
+        let taken = take(&store, key, b"ours");
+        watch_for(key, b"ours", taken, lock_expire);
+        sleep(lock_expire - Duration::from_millis(300));
+        assert!(holder(&store, key).is_some(), "renewed until its cap");
+        sleep(Duration::from_millis(400));
+        assert!(holder(&store, key).is_none(), "renewed past lock_expire");
+        unwatch(key, b"ours");
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_lock_taken_over_is_counted_lost_and_not_renewed() {
+        let store = store();
+        let key: &[u8] = b"{wd-lost}_LOCK";
+        let taken = take(&store, key, b"ours");
+        let lost_before = lost();
+        // Our lease ran out (a frozen process) and another request took it.
+        let set = cmd("SET")
+            .arg(key)
+            .arg("theirs")
+            .arg("PX")
+            .arg(5000)
+            .clone();
+        store.run(key, &set).unwrap();
+        watch_for(key, b"ours", taken, Duration::from_secs(30));
+        sleep(LEASE);
+        assert_eq!(lost(), lost_before + 1);
+        let ttl = int(&store, key, cmd("PTTL").arg(key));
+        assert!(
+            (3000..5000 - 400).contains(&ttl),
+            "their TTL was reset: {ttl}"
+        );
+        sleep(LEASE);
+        assert_eq!(lost(), lost_before + 1, "a lost lock is tried once");
+        let_go(&store, key, b"ours");
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn the_thread_blocks_signals_and_stops_in_time_while_renewing() {
+        let store = store();
+        let key: &[u8] = b"{wd-stop}_LOCK";
+        hold(&store, key, b"ours");
+        sleep(LEASE);
+        // PHP's max_execution_time (SIGPROF), pcntl's and php-fpm's signals.
+        let blocked = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .flatten()
+            .find(|task| {
+                std::fs::read_to_string(task.path().join("comm"))
+                    .is_ok_and(|name| name.trim() == "rcs-watchdog")
+            })
+            .map(|task| std::fs::read_to_string(task.path().join("status")).unwrap())
+            .and_then(|status| {
+                let mask = status
+                    .lines()
+                    .find_map(|line| line.strip_prefix("SigBlk:"))?;
+                u64::from_str_radix(mask.trim(), 16).ok()
+            })
+            .expect("the thread and its signal mask");
+        for signal in [2, 10, 12, 14, 15, 17, 27] {
+            assert_ne!(
+                blocked & (1 << (signal - 1)),
+                0,
+                "signal {signal} not blocked"
+            );
+        }
+        let stopping = Instant::now();
+        assert!(stop());
+        assert!(stopping.elapsed() < STOP_WAIT);
+        let stopped = Instant::now();
+        while holder(&store, key).is_some() {
+            assert!(
+                stopped.elapsed() <= LEASE,
+                "renewed after the thread stopped"
+            );
+            sleep(Duration::from_millis(20));
+        }
+        // The next lock starts a thread again (Apache's graceful restart).
+        hold(&store, key, b"again");
+        sleep(2 * LEASE);
+        assert_eq!(holder(&store, key).as_deref(), Some(&b"again"[..]));
+        let_go(&store, key, b"again");
+    }
+
+    unsafe extern "C" {
+        fn fork() -> c_int;
+        fn waitpid(pid: c_int, status: *mut c_int, options: c_int) -> c_int;
+        fn kill(pid: c_int, signal: c_int) -> c_int;
+        fn _exit(status: c_int) -> !;
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn forks_while_renewals_run_never_hang_the_child() {
+        let store = store();
+        let key: &[u8] = b"{wd-fork}_LOCK";
+        let taken = take(&store, key, b"ours");
+        // Renewals every 100 ms, many forks in between: some land while the
+        // thread holds the registry's mutex.
+        let short = Duration::from_millis(300);
+        let lock = Watched {
+            lock_key: key,
+            secret: b"ours",
+            lease: short,
+            taken_at: taken,
+            lock_expire: Duration::from_secs(60),
+        };
+        watch(&config(), lock).unwrap();
+        let started = Instant::now();
+        let mut forks = 0;
+        while started.elapsed() < Duration::from_secs(3) {
+            // SAFETY: the child calls only the registry's functions and _exit.
+            let pid = unsafe { fork() };
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                // The parent's lock is not the child's to see or let go of.
+                let seen = lease_of(key).is_some();
+                unwatch(key, b"ours");
+                request_ended();
+                // Its own requests start a watchdog of its own.
+                let child_lock = Watched {
+                    lock_key: b"{wd-fork-child}_LOCK",
+                    secret: b"child",
+                    lease: short,
+                    taken_at: Instant::now(),
+                    lock_expire: Duration::from_secs(60),
+                };
+                let own = watch(&config(), child_lock).is_ok();
+                let stopped = stop();
+                // SAFETY: ends the child without running the parent's destructors.
+                unsafe { _exit(if seen || !own || !stopped { 1 } else { 0 }) };
+            }
+            forks += 1;
+            let waited = Instant::now();
+            let mut status = 0;
+            loop {
+                // SAFETY: our child; WNOHANG (1) never blocks.
+                let done = unsafe { waitpid(pid, &mut status, 1) };
+                if done == pid {
+                    break;
+                }
+                if waited.elapsed() > Duration::from_secs(5) {
+                    unsafe { kill(pid, 9) };
+                    panic!("a child forked while renewals ran hung (fork {forks})");
+                }
+                sleep(Duration::from_micros(200));
+            }
+            assert_eq!(status, 0, "the child saw or stopped its parent's watchdog");
+        }
+        assert!(forks > 50, "{forks} forks");
+        assert_eq!(holder(&store, key).as_deref(), Some(&b"ours"[..]));
+        let_go(&store, key, b"ours");
+    }
+}
