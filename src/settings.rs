@@ -25,9 +25,9 @@ pub const INI_DEFAULTS: [(&CStr, &CStr); 15] = [
     (c"rediscluster_session.write_replicas_timeout", c"100"),
     (c"rediscluster_session.lock_wait_notice_ms", c"0"),
     (c"rediscluster_session.max_waiters", c"0"),
-    // A dead holder gives way within about 1.1 s; a live one keeps its lock
-    // through 10 minutes of CPU starvation (bench/README.md).
-    (c"rediscluster_session.lock_lease_ms", c"1000"),
+    // Off until a stalled primary or process no longer costs a live holder
+    // its write (issue 38's review: docs/locking.md#a-lease-on-the-lock).
+    (c"rediscluster_session.lock_lease_ms", c"0"),
     (c"rediscluster_session.fallback_max_lag", c"10"),
 ];
 
@@ -41,6 +41,8 @@ pub const FALLBACK_LOCK_TTL: Duration = Duration::from_secs(30);
 /// The longest lock TTL: a day. Longer ones (up to i64::MAX seconds) would
 /// overflow the server's expiry arithmetic and fail every request.
 pub const MAX_LOCK_TTL_SECS: u64 = 86_400;
+/// The shortest `lock_lease_ms`: renewed every 100 ms.
+pub const MIN_LEASE_MS: u64 = 300;
 /// The shortest `lock_wait_time`, in µs.
 const MIN_LOCK_WAIT_MICROS: i64 = 1_000;
 
@@ -336,11 +338,13 @@ impl LockSettings {
             max_waiters: u32::try_from(ini.long(c"rediscluster_session.max_waiters"))
                 .ok()
                 .filter(|&cap| cap > 0),
-            // No longer than the longest lock: the clock arithmetic stays in range.
+            // At least MIN_LEASE_MS: a lease of a few ms lapses before its
+            // first renewal and floods the primary with renewals. No longer
+            // than the longest lock: the clock arithmetic stays in range.
             lease: u64::try_from(ini.long(c"rediscluster_session.lock_lease_ms"))
                 .ok()
                 .filter(|&ms| ms > 0)
-                .map(|ms| Duration::from_millis(ms.min(MAX_LOCK_TTL_SECS * 1000))),
+                .map(|ms| Duration::from_millis(ms.clamp(MIN_LEASE_MS, MAX_LOCK_TTL_SECS * 1000))),
         }
     }
 }
@@ -688,6 +692,7 @@ mod tests {
             Some(Duration::from_secs(MAX_LOCK_TTL_SECS))
         );
         assert_eq!(lease("1500"), Some(Duration::from_millis(1500)));
+        assert_eq!(lease("1"), Some(Duration::from_millis(MIN_LEASE_MS)));
         assert_eq!(lease("0"), None);
         assert_eq!(lease("-1"), None);
         let forever = LockSettings {
