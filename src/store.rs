@@ -510,6 +510,11 @@ pub fn whole_seconds(ttl: Duration) -> u64 {
     ttl.as_secs().max(1)
 }
 
+/// A TTL as Redis takes it in PX/PEXPIRE: whole milliseconds, at least 1.
+pub fn whole_millis(ttl: Duration) -> u64 {
+    u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
 /// A GET's reply: the value (session data, or a lifetime key's), or none.
 fn session_data(reply: Reply) -> Result<Option<Vec<u8>>> {
     match reply {
@@ -715,9 +720,7 @@ impl LockStore for ClusterStore {
         data: &[u8],
         done: Option<(&[u8], Duration)>,
     ) -> Result<Option<PlainRead>> {
-        let ms = |ttl: Duration| {
-            Decimal::from(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1))
-        };
+        let ms = |ttl| Decimal::from(whole_millis(ttl));
         let lock_ms = ms(lock_ttl);
         let mut packed = packed(&[b"SET", lock, secret, b"NX", b"PX", lock_ms.as_bytes()]);
         pack(&mut packed, &[b"GET", data]);

@@ -41,7 +41,7 @@ use crate::resp::Decimal;
 use crate::script::LuaScript;
 use crate::settings::{LockSettings, ReleaseCommand, ReplicaAck};
 use crate::stats;
-use crate::store::{LockStore, PlainRead, Reply, whole_seconds};
+use crate::store::{LockStore, PlainRead, Reply, whole_millis, whole_seconds};
 use crate::watchdog;
 
 #[cfg(test)]
@@ -247,7 +247,7 @@ pub(crate) fn renewal_call<R>(
     ttl: Duration,
     call: impl FnOnce(&LuaScript, &[&[u8]], &[&[u8]]) -> R,
 ) -> R {
-    let ttl_ms = Decimal::from(millis(ttl));
+    let ttl_ms = Decimal::from(whole_millis(ttl));
     call(&RENEW_LEASE, &[lock], &[secret, ttl_ms.as_bytes()])
 }
 
@@ -340,12 +340,6 @@ fn longest_piece(lock: &LockSettings) -> Duration {
     lock.wait.clamp(SHORTEST_PIECE, HAND_OVER_TIMEOUT)
 }
 
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis())
-        .unwrap_or(u64::MAX)
-        .max(1)
-}
-
 /// One acquisition in progress: the secret it will hold the lock with, and
 /// what it learnt while waiting.
 #[cfg_attr(test, derive(Clone, Debug, PartialEq, Eq, Hash))]
@@ -408,13 +402,15 @@ impl Acquisition {
         Acquisition {
             wait_list: keys.next(&secret),
             take_ttl,
-            take_ms: millis(take_ttl).to_string(),
-            handed_ms: lock.lease.map(|lease| millis(handed(lease)).to_string()),
+            take_ms: whole_millis(take_ttl).to_string(),
+            handed_ms: lock
+                .lease
+                .map(|lease| whole_millis(handed(lease)).to_string()),
             held: HeldLock {
                 keys,
                 secret,
                 release: lock.release,
-                expire_ms: millis(lock.ttl).to_string(),
+                expire_ms: whole_millis(lock.ttl).to_string(),
                 fence: None,
                 leased: lock.lease.map(|lease| {
                     Box::new(Leased {
@@ -466,8 +462,13 @@ impl Acquisition {
             Some((owner, list)) => (owner.as_str(), list.as_slice()),
             None => ("", self.wait_list.as_slice()),
         };
-        let wait_ms = if wait.is_zero() { 0 } else { millis(wait) }.to_string();
-        let hand_over_ms = millis(HAND_OVER_TIMEOUT).to_string();
+        let wait_ms = if wait.is_zero() {
+            0
+        } else {
+            whole_millis(wait)
+        }
+        .to_string();
+        let hand_over_ms = whole_millis(HAND_OVER_TIMEOUT).to_string();
         let max_waiters = self.max_waiters.to_string();
         let keys = &self.held.keys;
         let lease_args = self
