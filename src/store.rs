@@ -116,6 +116,60 @@ pub struct PlainRead {
     pub done: Option<Vec<u8>>,
 }
 
+/// The plain take of a free lock, one pipeline with no script: `SET lock
+/// secret NX PX` and GET of `data` (never GETEX: a session's own lifetime,
+/// unknown here, sets its TTL, so the save renews it). With a lease it also
+/// reads the log of savers (`done`) and makes it last at least `lock_expire`,
+/// an empty one if there is none (`PEXPIRE … GT`, `SET … NX`, as a scripted
+/// take does): the fence a re-take compares must not expire into "nobody
+/// saved". One list of commands for the store and the models.
+pub struct PlainTake<'a> {
+    pub lock: &'a [u8],
+    pub secret: &'a [u8],
+    /// The lock's TTL in ms.
+    pub lock_ms: &'a [u8],
+    pub data: &'a [u8],
+    /// With a lease: the log of savers and `lock_expire` in ms.
+    pub done: Option<(&'a [u8], &'a [u8])>,
+}
+
+impl PlainTake<'_> {
+    /// Calls `command` with each command of the pipeline, in order.
+    pub fn each_command(&self, mut command: impl FnMut(&[&[u8]])) {
+        command(&[b"SET", self.lock, self.secret, b"NX", b"PX", self.lock_ms]);
+        command(&[b"GET", self.data]);
+        if let Some((done, expire_ms)) = self.done {
+            command(&[b"GET", done]);
+            command(&[b"PEXPIRE", done, expire_ms, b"GT"]);
+            command(&[b"SET", done, b"", b"NX", b"PX", expire_ms]);
+        }
+    }
+
+    /// How many replies the pipeline gets.
+    pub fn reply_count(&self) -> usize {
+        if self.done.is_some() { 5 } else { 2 }
+    }
+
+    /// What the pipeline's replies say: what was read when the lock was free
+    /// and is now ours, `None` when it was busy.
+    pub fn read(&self, replies: impl IntoIterator<Item = Reply>) -> Result<Option<PlainRead>> {
+        let mut replies = replies.into_iter();
+        let taken = replies.next() == Some(Reply::Status);
+        let mut string = |what| match replies.next() {
+            Some(Reply::Data(bytes)) => Ok(Some(bytes)),
+            Some(Reply::Nil) => Ok(None),
+            Some(other) => Err(unexpected(what, &other)),
+            None => Err(anyhow!("missing reply to {what}")),
+        };
+        let data = string("GET")?;
+        let done = match self.done {
+            Some(_) => string("GET of the log of savers")?,
+            None => None,
+        };
+        Ok(taken.then_some(PlainRead { data, done }))
+    }
+}
+
 /// What the lock protocol needs. All keys of one call share one slot.
 pub trait LockStore {
     /// Runs a script on the primary of its keys' slot (EVALSHA, then EVAL on NOSCRIPT).
@@ -129,21 +183,11 @@ pub trait LockStore {
         args: &[&[u8]],
         ack: ReplicaAck,
     ) -> Result<(Reply, u32)>;
-    /// `SET lock secret NX PX ttl` and GET of `data` in one round trip (never
-    /// GETEX: a session's own lifetime, unknown here, sets its TTL, so the
-    /// save renews it), and with a lease, `done` (the log of savers) read and
-    /// made to last at least `lock_expire` (`PEXPIRE … GT`: a re-take's
-    /// fence): what was read when the lock was free and is now ours, `None`
-    /// when it was busy or the slot is moving (a migration may split them;
-    /// the caller's next acquire recognises the secret if the SET ran).
-    fn lock_and_read(
-        &mut self,
-        lock: &[u8],
-        secret: &[u8],
-        lock_ttl: Duration,
-        data: &[u8],
-        done: Option<(&[u8], Duration)>,
-    ) -> Result<Option<PlainRead>>;
+    /// The plain take in one round trip: what was read when the lock was
+    /// free and is now ours, `None` when it was busy or the slot is moving
+    /// (a migration may split the pipeline; the caller's next acquire
+    /// recognises the secret if the SET ran).
+    fn lock_and_read(&mut self, take: &PlainTake) -> Result<Option<PlainRead>>;
     /// BLPOP: blocks up to `timeout` for an element on the list and returns it.
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>>;
     /// DELEX/DELIFEQ compare-and-delete, with ZCARD of `queue` in the same
@@ -712,43 +756,21 @@ impl LockStore for ClusterStore {
         Ok((reply, acked.unwrap_or(0)))
     }
 
-    fn lock_and_read(
-        &mut self,
-        lock: &[u8],
-        secret: &[u8],
-        lock_ttl: Duration,
-        data: &[u8],
-        done: Option<(&[u8], Duration)>,
-    ) -> Result<Option<PlainRead>> {
-        let ms = |ttl| Decimal::from(whole_millis(ttl));
-        let lock_ms = ms(lock_ttl);
-        let mut packed = packed(&[b"SET", lock, secret, b"NX", b"PX", lock_ms.as_bytes()]);
-        pack(&mut packed, &[b"GET", data]);
-        if let Some((done, lock_expire)) = done {
-            pack(&mut packed, &[b"GET", done]);
-            pack(
-                &mut packed,
-                &[b"PEXPIRE", done, ms(lock_expire).as_bytes(), b"GT"],
-            );
-        }
-        let count = 2 + 2 * usize::from(done.is_some());
-        let replies = self.send(lock, &packed, count, Duration::ZERO, false)?;
-        if replies.len() != count {
+    fn lock_and_read(&mut self, take: &PlainTake) -> Result<Option<PlainRead>> {
+        let mut packed = Vec::new();
+        take.each_command(|command| pack(&mut packed, command));
+        let replies = self.send(take.lock, &packed, take.reply_count(), Duration::ZERO, false)?;
+        if replies.len() != take.reply_count() {
             bail!("missing reply to SET NX and GET");
         }
         if replies.iter().any(is_redirect) {
             return Ok(None);
         }
-        let mut replies = replies.into_iter();
-        let taken = reply(replies.next())? == Reply::Status;
-        let mut string = || match reply(replies.next())? {
-            Reply::Data(bytes) => Ok(Some(bytes)),
-            Reply::Nil => Ok(None),
-            other => Err(unexpected("GET", &other)),
-        };
-        let data = string()?;
-        let done = if done.is_some() { string()? } else { None };
-        Ok(taken.then_some(PlainRead { data, done }))
+        let replies = replies
+            .into_iter()
+            .map(|value| reply(Some(value)))
+            .collect::<Result<Vec<_>>>()?;
+        take.read(replies)
     }
 
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>> {

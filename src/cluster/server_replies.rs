@@ -21,7 +21,7 @@ use crate::lock::SCRIPTS;
 use crate::resp::{packed, parse};
 use crate::save_path;
 use crate::store::cluster_tests::owners;
-use crate::store::{ClusterStore, LockStore};
+use crate::store::{ClusterStore, LockStore, PlainTake};
 
 /// One connection to one node, speaking through the extension's parser.
 struct Raw {
@@ -490,7 +490,13 @@ fn a_slot_without_an_owner_is_waited_for_by_the_plain_lock_try() {
         Raw::to(&addr).call(&["CLUSTER", "ADDSLOTS", &slot.to_string()])
     });
     let started = Instant::now();
-    let read = store.lock_and_read(b"{s}_LOCK", b"secret", Duration::from_secs(5), b"{s}", None);
+    let read = store.lock_and_read(&PlainTake {
+        lock: b"{s}_LOCK",
+        secret: b"secret",
+        lock_ms: b"5000",
+        data: b"{s}",
+        done: None,
+    });
     assert_eq!(owner.join().unwrap(), Value::Okay);
     let read = read.unwrap().expect("the lock taken");
     assert_eq!(read.data, None, "no data");

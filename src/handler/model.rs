@@ -38,7 +38,9 @@ use crate::request;
 use crate::save_path::Failover;
 use crate::script::LuaScript;
 use crate::settings::{INI_DEFAULTS, IniSource, ReleaseCommand, ReplicaAck, Settings};
-use crate::store::{DataAndLifetime, LockStore, PlainRead, Reply, SessionStore, whole_seconds};
+use crate::store::{
+    DataAndLifetime, LockStore, PlainRead, PlainTake, Reply, SessionStore, whole_seconds,
+};
 
 const GC_MAXLIFETIME: u64 = 1440;
 const PREFIX: &[u8] = b"PHPREDIS_SESSION:";
@@ -196,28 +198,10 @@ impl LockStore for Node {
         not_modelled()
     }
 
-    fn lock_and_read(
-        &mut self,
-        lock: &[u8],
-        secret: &[u8],
-        ttl: Duration,
-        data: &[u8],
-        done: Option<(&[u8], Duration)>,
-    ) -> Result<Option<PlainRead>> {
-        let ms = ttl.as_millis().to_string();
-        if self.call(&[b"SET", lock, secret, b"NX", b"PX", ms.as_bytes()])? != Reply::Status {
-            return Ok(None);
-        }
-        let data = self.value(data)?;
-        let done = match done {
-            Some((done, lock_expire)) => {
-                let expire_ms = lock_expire.as_millis().to_string();
-                self.call(&[b"PEXPIRE", done, expire_ms.as_bytes(), b"GT"])?;
-                self.value(done)?
-            }
-            None => None,
-        };
-        Ok(Some(PlainRead { data, done }))
+    fn lock_and_read(&mut self, take: &PlainTake) -> Result<Option<PlainRead>> {
+        let mut replies = Vec::new();
+        take.each_command(|command| replies.push(self.call(command)));
+        take.read(replies.into_iter().collect::<Result<Vec<_>>>()?)
     }
 
     /// One process: nobody else hands the lock over.

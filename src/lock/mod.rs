@@ -41,7 +41,7 @@ use crate::resp::Decimal;
 use crate::script::LuaScript;
 use crate::settings::{LockSettings, ReleaseCommand, ReplicaAck};
 use crate::stats;
-use crate::store::{LockStore, PlainRead, Reply, whole_millis, whole_seconds};
+use crate::store::{LockStore, PlainRead, PlainTake, Reply, whole_millis, whole_seconds};
 use crate::watchdog;
 
 #[cfg(test)]
@@ -106,12 +106,10 @@ struct Leased {
     taken_at: Instant,
     /// The log of savers at the read, which a re-take must find unchanged
     /// (the plain take learns it, but keeps no `fence`: as without a lease,
-    /// nothing can hand its lock back).
+    /// nothing can hand its lock back). Every take made the log last until
+    /// its `lock_expire`, an empty one too, so an empty one proves that
+    /// nobody saved since.
     retake_fence: Option<Vec<u8>>,
-    /// The take made the log of savers last until `lock_expire` (a script
-    /// take or a queueing): an empty one proves then that nobody saved
-    /// since. The plain take stretches only a log that exists.
-    fence_lasts: bool,
 }
 
 impl HeldLock {
@@ -184,17 +182,12 @@ impl HeldLock {
 
     /// The re-take argument of a save at `now`, with a lease only: what is
     /// left of `lock_expire` in ms, or "0" when no re-take may be asked
-    /// (past `lock_expire`, no fence, or an empty fence that may have
-    /// expired: see [`Leased::fence_lasts`]).
+    /// (past `lock_expire`, or no fence).
     fn retake_ms(&self, now: Instant) -> Option<String> {
         let leased = self.leased.as_ref()?;
-        let provable = match leased.retake_fence.as_deref() {
-            Some(fence) => !fence.is_empty() || leased.fence_lasts,
-            None => false,
-        };
         let lock_expire = leased.lock_expire;
         let left = renewal_ttl(lock_expire, leased.taken_at, lock_expire, now)
-            .filter(|_| provable)
+            .filter(|_| leased.retake_fence.is_some())
             .map_or(0, |left| left.as_millis());
         Some(left.to_string())
     }
@@ -345,8 +338,7 @@ fn longest_piece(lock: &LockSettings) -> Duration {
 #[cfg_attr(test, derive(Clone, Debug, PartialEq, Eq, Hash))]
 pub(crate) struct Acquisition {
     held: HeldLock,
-    /// The TTL a take gives the lock: the lease, at most `lock_expire`.
-    take_ttl: Duration,
+    /// The TTL a take gives the lock in ms: the lease, at most `lock_expire`.
     take_ms: String,
     /// With a lease, the TTL a hand-over gives this waiter: the lease and
     /// the BLPOP piece in which it learns of it, at most `lock_expire`.
@@ -401,7 +393,6 @@ impl Acquisition {
         let handed = |lease: Duration| lease.saturating_add(HAND_OVER_TIMEOUT).min(lock.ttl);
         Acquisition {
             wait_list: keys.next(&secret),
-            take_ttl,
             take_ms: whole_millis(take_ttl).to_string(),
             handed_ms: lock
                 .lease
@@ -418,7 +409,6 @@ impl Acquisition {
                         lock_expire: lock.ttl,
                         taken_at: started,
                         retake_fence: None,
-                        fence_lasts: true,
                     })
                 }),
                 lifetime: None,
@@ -558,18 +548,20 @@ impl Acquisition {
     /// has not queued.
     fn lock_and_read(&mut self, store: &mut impl LockStore) -> Result<Option<Option<Vec<u8>>>> {
         self.taking_at(Instant::now);
-        let keys = &self.held.keys;
-        let read = store.lock_and_read(
-            &keys.lock,
-            self.held.secret.as_bytes(),
-            self.take_ttl,
-            &keys.data,
-            self.held
-                .leased
-                .as_ref()
-                .map(|leased| (keys.done(), leased.lock_expire)),
-        )?;
+        let read = store.lock_and_read(&self.plain_take())?;
         Ok(read.map(|read| self.plain_read(read)))
+    }
+
+    /// The plain take's pipeline for this acquisition.
+    pub(crate) fn plain_take(&self) -> PlainTake<'_> {
+        let held = &self.held;
+        PlainTake {
+            lock: &held.keys.lock,
+            secret: held.secret.as_bytes(),
+            lock_ms: self.take_ms.as_bytes(),
+            data: &held.keys.data,
+            done: (held.leased.as_ref()).map(|_| (held.keys.done(), held.expire_ms.as_bytes())),
+        }
     }
 
     /// What the plain take read: the data. With a lease it learnt the log of
@@ -577,7 +569,6 @@ impl Acquisition {
     pub(crate) fn plain_read(&mut self, read: PlainRead) -> Option<Vec<u8>> {
         if let Some(leased) = &mut self.held.leased {
             leased.retake_fence = Some(read.done.unwrap_or_default());
-            leased.fence_lasts = false;
         }
         self.read(&read.data, false);
         read.data
@@ -1033,14 +1024,7 @@ mod tests {
         ) -> Result<(Reply, u32)> {
             unreachable!()
         }
-        fn lock_and_read(
-            &mut self,
-            _: &[u8],
-            _: &[u8],
-            _: Duration,
-            _: &[u8],
-            _: Option<(&[u8], Duration)>,
-        ) -> Result<Option<PlainRead>> {
+        fn lock_and_read(&mut self, _: &PlainTake) -> Result<Option<PlainRead>> {
             self.plain_tries += 1;
             Ok(None)
         }

@@ -66,7 +66,6 @@ use super::{Acquisition, Attempt, HAND_OVER_TIMEOUT, Save, longest_piece, releas
 use crate::keys::LockKeys;
 use crate::lifetime::{Change, Lifetime};
 use crate::settings::{LockSettings, ReleaseCommand};
-use crate::store::PlainRead;
 use crate::store::Reply;
 
 /// The data key's TTL (`gc_maxlifetime`): longer than any run.
@@ -502,50 +501,33 @@ impl LockModel {
                 if self.lock.lease.is_some() {
                     client.acquisition_mut().taking_at(|| instant(now));
                 }
-                let acquisition = client.acquisition.as_ref().unwrap();
-                let secret = acquisition.held.secret().as_bytes().to_vec();
-                let lock_ms = acquisition.take_ms.clone();
-                let set = state.primary.call(
-                    &[
-                        b"SET".to_vec(),
-                        k.lock.clone(),
-                        secret,
-                        b"NX".to_vec(),
-                        b"PX".to_vec(),
-                        lock_ms.into_bytes(),
-                    ],
-                    &[&k.lock],
-                );
-                let mut get =
-                    |key: &[u8]| match state.primary.call(&[b"GET".to_vec(), key.to_vec()], &[key])
-                    {
-                        Ok(Reply::Data(value)) => Some(value),
-                        _ => None,
-                    };
-                let data = get(&k.data);
-                // With a lease the pipeline learns the log of savers too, and
-                // makes it last until lock_expire.
-                let done = self.lock.lease.and_then(|_| get(k.done()));
-                if self.lock.lease.is_some() {
-                    let expire_ms = self.lock.ttl.as_millis().to_string().into_bytes();
-                    let stretch = [
-                        b"PEXPIRE".to_vec(),
-                        k.done().to_vec(),
-                        expire_ms,
-                        b"GT".to_vec(),
-                    ];
-                    if let Err(fault) = state.primary.call(&stretch, &[k.done()]) {
-                        state.fail(Invariant::DeclaredKeys, fault.0);
-                    }
-                }
+                let mut replies = Vec::new();
+                client
+                    .acquisition
+                    .as_ref()
+                    .unwrap()
+                    .plain_take()
+                    .each_command(|command| {
+                        let keys: Vec<&[u8]> = command.get(1).into_iter().copied().collect();
+                        let command: Vec<Vec<u8>> =
+                            command.iter().map(|arg| arg.to_vec()).collect();
+                        replies.push(state.primary.call(&command, &keys).unwrap_or_else(|fault| {
+                            state.fail(Invariant::DeclaredKeys, fault.0);
+                            Reply::Nil
+                        }));
+                    });
                 let lock_until = state.primary.ttl_of(&k.lock).flatten();
                 if lost {
                     // The pipeline is sent again.
                     client.retried = true;
-                } else if let Ok(Reply::Status) = set {
-                    let data = client
-                        .acquisition_mut()
-                        .plain_read(PlainRead { data, done });
+                } else if let Ok(Some(read)) = client
+                    .acquisition
+                    .as_ref()
+                    .unwrap()
+                    .plain_take()
+                    .read(replies)
+                {
+                    let data = client.acquisition_mut().plain_read(read);
                     self.locked(state, &mut client, data, lock_until)
                 } else {
                     self.next_attempt(&mut client, now)
@@ -681,12 +663,8 @@ impl LockModel {
                         format!("client {c}'s {op:?} refused while the lock held its secret"),
                     );
                 }
-                // The fence proves nobody saved: one that names a save, or an
-                // empty one that the take made last (not the plain SET NX's).
-                let provable = leased.is_some_and(|leased| {
-                    let fence = leased.retake_fence.as_deref();
-                    fence.is_some_and(|fence| !fence.is_empty() || leased.fence_lasts)
-                });
+                // The fence proves nobody saved: every take made it last.
+                let provable = leased.is_some_and(|leased| leased.retake_fence.is_some());
                 if !applied
                     && lease_lapsed
                     && within_cap

@@ -183,10 +183,8 @@ end
 /// earlier value (every save puts a fresh secret at its head) and, for an
 /// empty fence, because the log must exist (a failover to a replica that
 /// never saw the take may have lost the empty log it made, and a save it
-/// read) and the take stretched the log, even an empty one, to
-/// that holder's `lock_expire`, which later saves keep (the plain take
-/// stretches only a log that exists: the client asks no re-take with an
-/// empty fence from it).
+/// read) and every take, scripted or plain, stretched the log, even an empty
+/// one, to that holder's `lock_expire`, which later saves keep.
 macro_rules! retake_lua {
     () => {
         "(not owner and retake_ms and tonumber(retake_ms) > 0 and retake_fence ~= '?'
