@@ -32,7 +32,7 @@ use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 
 use crate::config::{ConnectionConfig, NodeAddr};
 use crate::keys::SLOT_COUNT;
-use crate::link::{Link, ReplyWindow, closed_by_peer};
+use crate::link::{self, Link, ReplyWindow, closed_by_peer};
 use crate::stats::{self, NodeEvent, SlotMapSource};
 use shared_map::SharedMap;
 
@@ -365,6 +365,9 @@ impl Cluster {
                     None => by_owner.push((owner, vec![index])),
                 }
             }
+            // Every primary's batch goes out before any reply is awaited: a
+            // primary that stalls delays no other's.
+            let mut sent: Vec<(usize, Vec<usize>, usize, Instant)> = Vec::new();
             for (owner, members) in by_owner {
                 let mut packed = Vec::new();
                 for &index in &members {
@@ -377,7 +380,29 @@ impl Cluster {
                     .min()
                     .unwrap_or_default();
                 let window = ReplyWindow::new(reply_timeout, deadline);
-                let Ok(replies) = self.send(owner, &packed, count, false, window, true) else {
+                if send_to(&self.config, &mut self.nodes[owner], &packed, window).is_ok() {
+                    sent.push((owner, members, count, window.end()));
+                }
+            }
+            // The replies in the order they come, until the last batch's
+            // reply timeout.
+            while !sent.is_empty() {
+                let end = sent.iter().map(|&(.., end)| end).max().unwrap_or(deadline);
+                let links: Option<Vec<&Link>> = sent
+                    .iter()
+                    .map(|&(owner, ..)| self.nodes[owner].connection.as_ref())
+                    .collect();
+                let Some(ready) = links.and_then(|links| link::first_ready(&links, end)) else {
+                    break;
+                };
+                let (owner, members, count, _) = sent.swap_remove(ready);
+                let node = &mut self.nodes[owner];
+                let received = node
+                    .connection
+                    .as_mut()
+                    .map(|connection| connection.receive(0, count, end, None));
+                let Some(Ok(replies)) = received else {
+                    node.connection = None;
                     continue;
                 };
                 let mut replies = replies.into_iter();
@@ -387,6 +412,10 @@ impl Cluster {
                         results[index] = Some(Ok(own));
                     }
                 }
+            }
+            // No answer in time: out of step, never reused.
+            for (owner, ..) in sent {
+                self.nodes[owner].connection = None;
             }
         }
         results
@@ -716,14 +745,7 @@ fn exchange_with(
     window: ReplyWindow,
     repeat_if_closed: bool,
 ) -> RedisResult<Vec<Value>> {
-    if node
-        .connection
-        .as_ref()
-        .is_some_and(|connection| connection.closed_while_idle(window.now))
-    {
-        stats::node_connection(NodeEvent::ClosedIdle);
-        node.connection = None;
-    }
+    drop_if_closed_while_idle(node, window.now);
     let kept = node.connection.is_some();
     match exchange_once(config, node, prefix, packed, count, window) {
         Err(error) if kept && repeat_if_closed && closed_by_peer(&error) => {
@@ -732,6 +754,50 @@ fn exchange_with(
         }
         result => result,
     }
+}
+
+/// A kept connection the node closed while it sat idle is dropped.
+fn drop_if_closed_while_idle(node: &mut Node, now: Instant) {
+    if node
+        .connection
+        .as_ref()
+        .is_some_and(|connection| connection.closed_while_idle(now))
+    {
+        stats::node_connection(NodeEvent::ClosedIdle);
+        node.connection = None;
+    }
+}
+
+/// The node's connection, made now if there is none (`window` then opens
+/// after the connect).
+fn connection<'a>(
+    config: &ConnectionConfig,
+    node: &'a mut Node,
+    window: &mut ReplyWindow,
+) -> RedisResult<&'a mut Link> {
+    if node.connection.is_none() {
+        let link = connect(config, &node.addr, window.deadline)?;
+        *window = window.reopened();
+        return Ok(node.connection.insert(link));
+    }
+    Ok(node.connection.as_mut().expect("checked above"))
+}
+
+/// The first half of an exchange for [`Cluster::request_each`]: `packed`
+/// sent to `node`, connecting first if needed; the replies are read once
+/// the node has them. A connection that fails is closed.
+fn send_to(
+    config: &ConnectionConfig,
+    node: &mut Node,
+    packed: &[u8],
+    mut window: ReplyWindow,
+) -> RedisResult<()> {
+    drop_if_closed_while_idle(node, window.now);
+    let sent = connection(config, node, &mut window).and_then(|link| link.send(packed, window));
+    if sent.is_err() {
+        node.connection = None;
+    }
+    sent
 }
 
 /// [`exchange_with`]'s one attempt. A connection that fails is closed, never
@@ -744,16 +810,7 @@ fn exchange_once(
     count: usize,
     mut window: ReplyWindow,
 ) -> RedisResult<Vec<Value>> {
-    let connection = match &mut node.connection {
-        Some(connection) => connection,
-        None => {
-            let connection = node
-                .connection
-                .insert(connect(config, &node.addr, window.deadline)?);
-            window = window.reopened();
-            connection
-        }
-    };
+    let connection = connection(config, node, &mut window)?;
     let result = if prefix.is_empty() {
         connection.exchange(packed, 0, count, window)
     } else {

@@ -51,6 +51,8 @@ pub struct Link {
     addr: NodeAddr,
     /// AUTH, sent ahead of the first exchange's commands.
     pending_auth: Option<Vec<u8>>,
+    /// AUTH was sent and its reply is still to be read.
+    auth_unread: bool,
 }
 
 enum Stream {
@@ -230,7 +232,7 @@ impl ReplyWindow {
         ReplyWindow::new(self.timeout, self.deadline)
     }
 
-    fn end(&self) -> Instant {
+    pub fn end(&self) -> Instant {
         self.now
             .checked_add(self.timeout)
             .map_or(self.deadline, |end| end.min(self.deadline))
@@ -338,6 +340,7 @@ impl Link {
             last_used: Instant::now(),
             addr: addr.clone(),
             pending_auth: None,
+            auth_unread: false,
         };
         Bounded {
             stream: &mut link.stream,
@@ -368,6 +371,13 @@ impl Link {
         count: usize,
         window: ReplyWindow,
     ) -> RedisResult<Vec<Value>> {
+        self.send(packed, window)?;
+        self.receive(skip, count, window.end(), None)
+    }
+
+    /// The first half of an exchange: sends `packed` within `window`, its
+    /// replies left for [`Self::receive`].
+    pub fn send(&mut self, packed: &[u8], window: ReplyWindow) -> RedisResult<()> {
         self.last_used = window.now;
         let auth = self.pending_auth.take();
         let mut stream = Bounded {
@@ -381,7 +391,27 @@ impl Link {
         }
         stream.write_all(packed)?;
         stream.flush()?;
-        if auth.is_some() {
+        self.auth_unread = auth.is_some();
+        Ok(())
+    }
+
+    /// The second half: reads `skip + count` replies by `deadline` (`now`, a
+    /// clock reading just taken, if there is one); returns the last `count`.
+    pub fn receive(
+        &mut self,
+        skip: usize,
+        count: usize,
+        deadline: Instant,
+        now: Option<Instant>,
+    ) -> RedisResult<Vec<Value>> {
+        let auth_unread = std::mem::take(&mut self.auth_unread);
+        let mut stream = Bounded {
+            stream: &mut self.stream,
+            timeouts: &mut self.timeouts,
+            deadline,
+            now,
+        };
+        if auth_unread {
             let reply = self.reader.read_reply(&mut stream)?;
             refused_for_maxclients(&self.addr, &reply)?;
             if let Value::ServerError(error) = reply {
@@ -421,6 +451,29 @@ impl Link {
 /// nobody asked for), hung up or failed. A failed `poll` counts as closed:
 /// a new connection is the safe choice.
 fn readable_or_closed(socket: &TcpStream) -> bool {
+    poll_readable(&[socket], 0).is_none_or(|ready| ready.is_some())
+}
+
+/// Which of `links` has something to read (a reply, EOF, an error) first,
+/// waiting until `deadline`; `None` if none has by then.
+pub fn first_ready(links: &[&Link], deadline: Instant) -> Option<usize> {
+    let sockets: Vec<&TcpStream> = links.iter().map(|link| link.stream.socket()).collect();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        // Rounded up: a poll that returns before the deadline would spin.
+        let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+        match poll_readable(&sockets, ms) {
+            Some(Some(ready)) => return Some(ready),
+            Some(None) if left.is_zero() => return None,
+            // Interrupted, or woken a little early: poll again.
+            _ => {}
+        }
+    }
+}
+
+/// One `poll` of `sockets` for up to `timeout_ms`: the first readable, hung
+/// up or failed (`Some(None)`: none in time; `None`: the poll failed).
+fn poll_readable(sockets: &[&TcpStream], timeout_ms: i32) -> Option<Option<usize>> {
     use std::ffi::{c_int, c_short, c_ulong};
     use std::os::fd::AsRawFd;
     #[repr(C)]
@@ -438,13 +491,17 @@ fn readable_or_closed(socket: &TcpStream) -> bool {
     const POLLRDHUP: c_short = 0x2000;
     #[cfg(not(target_os = "linux"))]
     const POLLRDHUP: c_short = 0;
-    let mut entry = PollFd {
-        fd: socket.as_raw_fd(),
-        events: POLLIN | POLLRDHUP,
-        revents: 0,
-    };
-    // SAFETY: one valid entry for the call's duration; a zero timeout never blocks.
-    unsafe { poll(&mut entry, 1, 0) != 0 }
+    let mut entries: Vec<PollFd> = sockets
+        .iter()
+        .map(|socket| PollFd {
+            fd: socket.as_raw_fd(),
+            events: POLLIN | POLLRDHUP,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: `entries` is valid for the call's duration, its length given.
+    let ready = unsafe { poll(entries.as_mut_ptr(), entries.len() as c_ulong, timeout_ms) };
+    (ready >= 0).then(|| entries.iter().position(|entry| entry.revents != 0))
 }
 
 /// A node that has `maxclients` clients already accepts a connection, sends

@@ -46,7 +46,8 @@ use crate::stats;
 use crate::store::script_command;
 
 /// A renewal that failed (no answer in time, `BUSY`, a refused connection)
-/// is tried again this soon, while the lease lasts.
+/// is tried again this soon, then after pauses that double, up to a lease
+/// past its end.
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
 /// The longest a round of renewals waits for its replies, however long the
 /// lease: [`stop`] waits for a round to end.
@@ -56,6 +57,9 @@ const LONGEST_ROUND: Duration = Duration::from_secs(2);
 const SHORTEST_ROUND: Duration = Duration::from_millis(100);
 /// How long [`stop`] waits for the thread to end.
 const STOP_WAIT: Duration = Duration::from_secs(3);
+/// The slot maps kept for save_paths whose locks are all released: a
+/// worker serving many (one per virtual host, say) keeps no more.
+const IDLE_CLUSTERS_KEPT: usize = 4;
 
 /// When a lock's lease is renewed: a third of it, as Redisson and etcd do.
 /// A request shorter than that costs no call; a renewal that fails leaves
@@ -115,6 +119,10 @@ struct Entry {
     /// Renewed at least once: its request has outlived the first interval, so
     /// it may go a little early, with a round that renews others.
     renewed: bool,
+    /// Renewals that failed in a row: each waits twice as long as the one
+    /// before, so that a stalled primary is not sent a new connection
+    /// every [`RETRY_PAUSE`].
+    failed: u32,
 }
 
 #[derive(Default)]
@@ -227,6 +235,7 @@ pub fn watch(config: &Rc<ConnectionConfig>, lock: Watched) -> io::Result<()> {
         expires: lock.taken_at + lease,
         due: Some(due),
         renewed: false,
+        failed: 0,
     });
     WATCHING.set(true);
     if state.armed.is_none_or(|armed| due < armed) {
@@ -297,7 +306,7 @@ pub fn lease_of(lock_key: &[u8]) -> Option<LeaseView> {
 
 /// Module shutdown: stops the thread and waits for it, at most
 /// [`STOP_WAIT`] (a round's calls end within [`LONGEST_ROUND`]). False if it
-/// did not end in time.
+/// did not end in time: the library then stays mapped, for the thread.
 pub fn stop() -> bool {
     let pointer = WATCHDOG.load(Ordering::Acquire);
     // SAFETY: as in `this_process`.
@@ -319,6 +328,8 @@ pub fn stop() -> bool {
         let until = Instant::now() + STOP_WAIT;
         while !thread.is_finished() {
             if Instant::now() >= until {
+                // Its code must outlive the unload that follows.
+                pin_library();
                 return false;
             }
             std::thread::sleep(Duration::from_millis(5));
@@ -333,6 +344,40 @@ pub fn stop() -> bool {
         drop(unsafe { Box::from_raw(pointer) });
     }
     true
+}
+
+/// Keeps this library mapped for the process's life (`RTLD_NODELETE`): a
+/// thread that did not stop in time still runs its code when PHP unloads it.
+fn pin_library() {
+    use std::ffi::{c_char, c_void};
+    #[repr(C)]
+    struct DlInfo {
+        fname: *const c_char,
+        fbase: *mut c_void,
+        sname: *const c_char,
+        saddr: *mut c_void,
+    }
+    unsafe extern "C" {
+        fn dladdr(addr: *const c_void, info: *mut DlInfo) -> c_int;
+        fn dlopen(file: *const c_char, mode: c_int) -> *mut c_void;
+    }
+    const RTLD_NOW: c_int = 2;
+    const RTLD_NOLOAD: c_int = 4;
+    const RTLD_NODELETE: c_int = 0x1000;
+    let mut info = DlInfo {
+        fname: std::ptr::null(),
+        fbase: null_mut(),
+        sname: std::ptr::null(),
+        saddr: null_mut(),
+    };
+    // SAFETY: an address in this library and a valid out-parameter; the
+    // name it yields is the loaded library's, reopened without loading
+    // anything (RTLD_NOLOAD). The handle is kept on purpose: never closed.
+    unsafe {
+        if dladdr(pin_library as *const c_void, &mut info) != 0 && !info.fname.is_null() {
+            dlopen(info.fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+        }
+    }
 }
 
 /// Starts the thread with every signal blocked from its first instruction:
@@ -457,6 +502,19 @@ fn run(watchdog: &'static Watchdog) {
                 .collect();
             cluster.close_connections_except(&slots);
         }
+        // The slot maps of save_paths no held lock uses: a few, the latest.
+        let mut idle = 0;
+        for index in (0..clusters.len()).rev() {
+            if !held
+                .iter()
+                .any(|(held_on, _)| *held_on == clusters[index].0)
+            {
+                idle += 1;
+                if idle > IDLE_CLUSTERS_KEPT {
+                    clusters.remove(index);
+                }
+            }
+        }
     }
 }
 
@@ -503,11 +561,24 @@ fn apply(entry: &mut Entry, outcome: Outcome) {
             entry.expires = sent + ttl;
             entry.due = Some(sent + interval(entry.lease));
             entry.renewed = true;
+            entry.failed = 0;
         }
         Outcome::Lost => stats::lease_lost(),
         Outcome::Failed => {
             stats::lease_renewal_failed();
-            entry.due = Some(Instant::now() + RETRY_PAUSE);
+            let pause = RETRY_PAUSE
+                .saturating_mul(1 << entry.failed.min(16))
+                .min(interval(entry.lease).max(RETRY_PAUSE));
+            entry.failed += 1;
+            let next = Instant::now() + pause;
+            // A whole lease past its end by our count: only a primary whose
+            // clock runs that far behind ours could still hold it. Given up
+            // (the save's re-take may still take it again).
+            if next > entry.expires + entry.lease {
+                stats::lease_lost();
+            } else {
+                entry.due = Some(next);
+            }
         }
     }
 }
@@ -694,6 +765,58 @@ impl Timer {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_renewals_back_off_and_stop_a_lease_past_its_end() {
+        let lease = Duration::from_millis(900);
+        let now = Instant::now();
+        let config =
+            ConnectionConfig::from(&crate::save_path::parse("seed[]=127.0.0.1:1").unwrap());
+        let mut entry = Entry {
+            id: 0,
+            owner: 0,
+            config: Arc::new(config),
+            lock_key: b"{s}_LOCK".to_vec(),
+            secret: b"secret".to_vec(),
+            lease,
+            taken_at: now,
+            lock_expire: Duration::from_secs(30),
+            expires: now + lease,
+            due: None,
+            renewed: false,
+            failed: 0,
+        };
+        let mut pauses = Vec::new();
+        loop {
+            let before = Instant::now();
+            apply(&mut entry, Outcome::Failed);
+            let Some(due) = entry.due.take() else { break };
+            let pause = due - before;
+            pauses.push(pause.as_millis() / 50 * 50);
+            // The pause goes by: the lease's end comes that much nearer.
+            entry.expires -= pause;
+        }
+        assert_eq!(
+            pauses[..3],
+            [100, 200, 300],
+            "doubling up to a third of the lease"
+        );
+        assert!(pauses.len() < 12, "never given up: {pauses:?}");
+        entry.due = Some(now);
+        apply(
+            &mut entry,
+            Outcome::Renewed {
+                sent: now,
+                ttl: lease,
+            },
+        );
+        assert_eq!(entry.failed, 0, "a renewal starts the pauses again");
     }
 }
 

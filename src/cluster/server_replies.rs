@@ -548,3 +548,79 @@ fn a_busy_script_and_an_unblocked_pop_fail_the_request() {
     assert!(!is_transient(&busy));
     assert_eq!(runner.reply(), Value::Int(1));
 }
+
+#[test]
+#[ignore = "needs a cluster: scripts/test.sh"]
+fn a_stalled_primary_delays_no_other_primarys_batch() {
+    // Two primaries of the test's own, half the slots each.
+    let nodes =
+        ["stall-a", "stall-b"].map(|name| OwnNode::start(name, &["--cluster-enabled", "yes"]));
+    let [a, b] = &nodes;
+    Raw::to(&a.addr).call(&["CLUSTER", "ADDSLOTSRANGE", "0", "8191"]);
+    Raw::to(&b.addr).call(&["CLUSTER", "ADDSLOTSRANGE", "8192", "16383"]);
+    let (host, port) = b.addr.rsplit_once(':').unwrap();
+    Raw::to(&a.addr).call(&["CLUSTER", "MEET", host, port]);
+    for node in &nodes {
+        wait_for_cluster_state(&mut Raw::to(&node.addr), "ok");
+    }
+    let key_on = |slots: std::ops::Range<u16>| {
+        (0..)
+            .map(|i| format!("stall-{i}"))
+            .find(|key| slots.contains(&hash_slot(key.as_bytes())))
+            .unwrap()
+    };
+    let (on_a, on_b) = (key_on(0..8192), key_on(8192..16384));
+    let path = format!(
+        "seed[]={}&timeout=1&read_timeout=1&shared_slot_map=0",
+        a.addr
+    );
+    let mut cluster = super::Cluster::new(Rc::new((&save_path::parse(&path).unwrap()).into()));
+    let set = |key: &str| packed(&[b"SET", key.as_bytes(), b"v", b"PX", b"3000"]);
+    let (set_a, set_b) = (set(&on_a), set(&on_b));
+    let request = |key: &str, packed| super::Request {
+        slot: hash_slot(key.as_bytes()),
+        packed,
+        count: 1,
+        reply_timeout: Duration::from_secs(1),
+        deadline: Instant::now() + Duration::from_millis(1500),
+        retry_broken: true,
+        follow_redirects: true,
+        may_fall_back: false,
+    };
+    // Connected to both, as a watchdog that renewed before.
+    let warm = cluster.request_each(&[request(&on_a, &set_a), request(&on_b, &set_b)]);
+    assert!(warm.iter().all(Result::is_ok), "{warm:?}");
+
+    let pid = a.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-STOP", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let replies = cluster.request_each(&[request(&on_a, &set_a), request(&on_b, &set_b)]);
+    let ttl_on_b = Raw::to(&b.addr).call(&["PTTL", &on_b]);
+    assert!(
+        Command::new("kill")
+            .args(["-CONT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(
+        replies[0].is_err(),
+        "the stalled primary answered: {:?}",
+        replies[0]
+    );
+    assert!(replies[1].is_ok(), "{:?}", replies[1]);
+    // Sent at once, not after the stalled primary's reply timeout (1 s):
+    // at least that much of its 3-s TTL has gone by.
+    let Value::Int(ttl_on_b) = ttl_on_b else {
+        panic!("PTTL: {ttl_on_b:?}");
+    };
+    assert!(
+        ttl_on_b <= 2000,
+        "the other primary's SET ran late: PTTL {ttl_on_b} ms"
+    );
+}
