@@ -1,5 +1,5 @@
 --TEST--
-rediscluster_session.lock_lease_ms: the watchdog renews the lock while its request sleeps (the write lands, renewals counted, lock_info shows the lease), stops at lock_expire, lets the lock of a holder killed with SIGKILL expire within one lease, a holder that forks in a loop while renewals run keeps its lock with no child hanging, and a take that a stalled primary applies after its client gave up leaves a lock of one lease at most
+rediscluster_session.lock_lease_ms: the watchdog renews the lock while its request sleeps (the write lands, renewals counted, lock_info shows the lease), stops at lock_expire, lets the lock of a holder killed with SIGKILL expire within one lease, a holder of a new session frozen past its lease still writes, a holder that forks in a loop while renewals run keeps its lock with no child hanging, and a take that a stalled primary applies after its client gave up leaves a lock of one lease at most
 --SKIPIF--
 <?php if (!function_exists('pcntl_fork')) die('skip pcntl not available'); ?>
 --FILE--
@@ -46,6 +46,21 @@ rcs_wait($holder);
 echo rcs_php("session_id('$sid'); session_start(); \$_SESSION['next'] = 1; echo 'next: write_close ', json_encode(session_write_close()), PHP_EOL;", $locking());
 $after = microtime(true) - $killed;
 echo "the next request had the lock within 2 s of the kill: ", json_encode($after < 2.0), $after < 2.0 ? '' : " ($after s)", "\n";
+
+echo "== a holder of a new session, frozen past its lease, writes\n";
+// Nobody saved this session: the take made a log of savers naming it, by
+// which the write proves that nobody saved since and takes the lock again.
+$sid = 'leasefrozen' . $run;
+$holder = rcs_spawn("session_id('$sid'); session_start(); while (ob_get_level()) ob_end_flush(); echo 'locked', PHP_EOL; fgets(STDIN); \$_SESSION['frozen'] = 1; echo 'write_close ', json_encode(session_write_close()), PHP_EOL;", $locking());
+echo fgets($holder[1]);
+$pid = proc_get_status($holder[0])['pid'];
+exec("kill -STOP $pid");
+usleep(1500000);
+echo "the lease lapsed: ", json_encode(rcs_cmd('EXISTS', rcs_lock_key($sid)) === 0), "\n";
+exec("kill -CONT $pid");
+fwrite($holder[3], "go\n");
+echo rcs_wait($holder);
+echo "stored: ", rcs_cmd('GET', rcs_prefix() . $sid), "\n";
 
 echo "== a holder that forks in a loop while renewals run\n";
 $sid = 'leasefork' . $run;
@@ -114,6 +129,11 @@ true
 == a holder killed with SIGKILL
 next: write_close true
 the next request had the lock within 2 s of the kill: true
+== a holder of a new session, frozen past its lease, writes
+locked
+the lease lapsed: true
+write_close true
+stored: frozen|i:1;
 == a holder that forks in a loop while renewals run
 forks over 20: true, hung: 0
 write_close true

@@ -119,18 +119,27 @@ pub struct PlainRead {
 /// The plain take of a free lock, one pipeline with no script: `SET lock
 /// secret NX PX` and GET of `data` (never GETEX: a session's own lifetime,
 /// unknown here, sets its TTL, so the save renews it). With a lease it also
-/// reads the log of savers (`done`) and makes it last at least `lock_expire`,
-/// an empty one if there is none (`PEXPIRE … GT`, `SET … NX`, as a scripted
-/// take does): the fence a re-take compares must not expire into "nobody
-/// saved". One list of commands for the store and the models.
+/// makes the log of savers last at least `lock_expire`, one naming the taker
+/// if there is none (`PEXPIRE … GT`, `SET … NX`, as a scripted take does),
+/// and reads it: the fence a re-take compares. One list of commands for the
+/// store and the models.
 pub struct PlainTake<'a> {
     pub lock: &'a [u8],
     pub secret: &'a [u8],
     /// The lock's TTL in ms.
     pub lock_ms: &'a [u8],
     pub data: &'a [u8],
-    /// With a lease: the log of savers and `lock_expire` in ms.
-    pub done: Option<(&'a [u8], &'a [u8])>,
+    /// With a lease only.
+    pub done: Option<PlainLog<'a>>,
+}
+
+/// The log of savers as a plain take with a lease keeps it.
+pub struct PlainLog<'a> {
+    pub key: &'a [u8],
+    /// `lock_expire` in ms.
+    pub expire_ms: &'a [u8],
+    /// The log made where there is none.
+    pub new_log: &'a [u8],
 }
 
 impl PlainTake<'_> {
@@ -138,10 +147,10 @@ impl PlainTake<'_> {
     pub fn each_command(&self, mut command: impl FnMut(&[&[u8]])) {
         command(&[b"SET", self.lock, self.secret, b"NX", b"PX", self.lock_ms]);
         command(&[b"GET", self.data]);
-        if let Some((done, expire_ms)) = self.done {
-            command(&[b"GET", done]);
-            command(&[b"PEXPIRE", done, expire_ms, b"GT"]);
-            command(&[b"SET", done, b"", b"NX", b"PX", expire_ms]);
+        if let Some(log) = &self.done {
+            command(&[b"PEXPIRE", log.key, log.expire_ms, b"GT"]);
+            command(&[b"SET", log.key, log.new_log, b"NX", b"PX", log.expire_ms]);
+            command(&[b"GET", log.key]);
         }
     }
 
@@ -155,15 +164,18 @@ impl PlainTake<'_> {
     pub fn read(&self, replies: impl IntoIterator<Item = Reply>) -> Result<Option<PlainRead>> {
         let mut replies = replies.into_iter();
         let taken = replies.next() == Some(Reply::Status);
-        let mut string = |what| match replies.next() {
-            Some(Reply::Data(bytes)) => Ok(Some(bytes)),
-            Some(Reply::Nil) => Ok(None),
-            Some(other) => Err(unexpected(what, &other)),
-            None => Err(anyhow!("missing reply to {what}")),
-        };
-        let data = string("GET")?;
+        fn string(reply: Option<Reply>, what: &str) -> Result<Option<Vec<u8>>> {
+            match reply {
+                Some(Reply::Data(bytes)) => Ok(Some(bytes)),
+                Some(Reply::Nil) => Ok(None),
+                Some(other) => Err(unexpected(what, &other)),
+                None => Err(anyhow!("missing reply to {what}")),
+            }
+        }
+        let data = string(replies.next(), "GET")?;
+        // Past the PEXPIRE's and the SET's replies to the GET of the log.
         let done = match self.done {
-            Some(_) => string("GET of the log of savers")?,
+            Some(_) => string(replies.nth(2), "GET of the log of savers")?,
             None => None,
         };
         Ok(taken.then_some(PlainRead { data, done }))
@@ -759,7 +771,13 @@ impl LockStore for ClusterStore {
     fn lock_and_read(&mut self, take: &PlainTake) -> Result<Option<PlainRead>> {
         let mut packed = Vec::new();
         take.each_command(|command| pack(&mut packed, command));
-        let replies = self.send(take.lock, &packed, take.reply_count(), Duration::ZERO, false)?;
+        let replies = self.send(
+            take.lock,
+            &packed,
+            take.reply_count(),
+            Duration::ZERO,
+            false,
+        )?;
         if replies.len() != take.reply_count() {
             bail!("missing reply to SET NX and GET");
         }

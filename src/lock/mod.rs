@@ -41,7 +41,7 @@ use crate::resp::Decimal;
 use crate::script::LuaScript;
 use crate::settings::{LockSettings, ReleaseCommand, ReplicaAck};
 use crate::stats;
-use crate::store::{LockStore, PlainRead, PlainTake, Reply, whole_millis, whole_seconds};
+use crate::store::{LockStore, PlainLog, PlainRead, PlainTake, Reply, whole_millis, whole_seconds};
 use crate::watchdog;
 
 #[cfg(test)]
@@ -107,9 +107,11 @@ struct Leased {
     /// The log of savers at the read, which a re-take must find unchanged
     /// (the plain take learns it, but keeps no `fence`: as without a lease,
     /// nothing can hand its lock back). Every take made the log last until
-    /// its `lock_expire`, an empty one too, so an empty one proves that
-    /// nobody saved since.
+    /// its `lock_expire`, one naming the taker where there was none.
     retake_fence: Option<Vec<u8>>,
+    /// The log a take makes where there is none: `~<secret>` (see
+    /// `stretch_done_lua` in the scripts).
+    new_log: String,
 }
 
 impl HeldLock {
@@ -391,6 +393,15 @@ impl Acquisition {
     ) -> Self {
         let take_ttl = lock.lease.map_or(lock.ttl, |lease| lease.min(lock.ttl));
         let handed = |lease: Duration| lease.saturating_add(HAND_OVER_TIMEOUT).min(lock.ttl);
+        let leased = lock.lease.map(|lease| {
+            Box::new(Leased {
+                lease,
+                lock_expire: lock.ttl,
+                taken_at: started,
+                retake_fence: None,
+                new_log: format!("~{secret}"),
+            })
+        });
         Acquisition {
             wait_list: keys.next(&secret),
             take_ms: whole_millis(take_ttl).to_string(),
@@ -403,14 +414,7 @@ impl Acquisition {
                 release: lock.release,
                 expire_ms: whole_millis(lock.ttl).to_string(),
                 fence: None,
-                leased: lock.lease.map(|lease| {
-                    Box::new(Leased {
-                        lease,
-                        lock_expire: lock.ttl,
-                        taken_at: started,
-                        retake_fence: None,
-                    })
-                }),
+                leased,
                 lifetime: None,
                 read_nothing: false,
                 pid: std::process::id(),
@@ -560,7 +564,11 @@ impl Acquisition {
             secret: held.secret.as_bytes(),
             lock_ms: self.take_ms.as_bytes(),
             data: &held.keys.data,
-            done: (held.leased.as_ref()).map(|_| (held.keys.done(), held.expire_ms.as_bytes())),
+            done: (held.leased.as_ref()).map(|leased| PlainLog {
+                key: held.keys.done(),
+                expire_ms: held.expire_ms.as_bytes(),
+                new_log: leased.new_log.as_bytes(),
+            }),
         }
     }
 

@@ -180,11 +180,12 @@ end
 /// the client's count of what is left of it, '0' past it), and only when the
 /// log of savers still reads as it did at the read (`retake_fence`, '?' when
 /// unknown): nobody saved since. Sound because the log never returns to an
-/// earlier value (every save puts a fresh secret at its head) and, for an
-/// empty fence, because the log must exist (a failover to a replica that
-/// never saw the take may have lost the empty log it made, and a save it
-/// read) and every take, scripted or plain, stretched the log, even an empty
-/// one, to that holder's `lock_expire`, which later saves keep.
+/// earlier value: every save puts a fresh secret at its head, and a take
+/// that finds no log makes one that names it (`~<secret>`, see
+/// [`stretch_done_lua`]), so a failover that loses a log, and a save the
+/// holder read, cannot have it made again equal to the fence. Every take,
+/// scripted or plain, stretched the log to that holder's `lock_expire`,
+/// which later saves keep.
 macro_rules! retake_lua {
     () => {
         "(not owner and retake_ms and tonumber(retake_ms) > 0 and retake_fence ~= '?'
@@ -193,13 +194,15 @@ macro_rules! retake_lua {
 }
 
 /// Lua that makes the log of savers `done` last at least `cap_ms` (the
-/// taker's `lock_expire`), an empty log if there is none yet, so that a
-/// re-take's fence cannot expire into "nobody saved" (see [`retake_lua`]).
-/// An empty value reads as no log to every release of the scripts.
+/// taker's `lock_expire`), so that a re-take's fence cannot expire into
+/// "nobody saved" (see [`retake_lua`]). Where there is no log yet it makes
+/// one that names the taker, `~<secret>`: no saver's secret, it is carried
+/// as the oldest entry until 8 saves push it out, and every release of the
+/// scripts reads it as a log whose savers are none of theirs.
 macro_rules! stretch_done_lua {
     () => {
         r"if redis.call('PEXPIRE', done, cap_ms, 'GT') == 0 and redis.call('EXISTS', done) == 0 then
-    redis.call('SET', done, '', 'PX', cap_ms)
+    redis.call('SET', done, '~' .. secret, 'PX', cap_ms)
   end
 "
     };
