@@ -25,9 +25,9 @@ pub const INI_DEFAULTS: [(&CStr, &CStr); 15] = [
     (c"rediscluster_session.write_replicas_timeout", c"100"),
     (c"rediscluster_session.lock_wait_notice_ms", c"0"),
     (c"rediscluster_session.max_waiters", c"0"),
-    // Off until a stalled primary or process no longer costs a live holder
-    // its write (issue 38's review: docs/locking.md#a-lease-on-the-lock).
-    (c"rediscluster_session.lock_lease_ms", c"0"),
+    // A dead holder gives way within about a second (bench/lease-death.sh)
+    // while a live one on 2 busy cores kept every lock (bench/lease-soak.sh).
+    (c"rediscluster_session.lock_lease_ms", c"1000"),
     (c"rediscluster_session.fallback_max_lag", c"10"),
 ];
 
