@@ -825,7 +825,7 @@ mod tests {
 #[cfg(test)]
 mod cluster_tests {
     use super::*;
-    use crate::store::cluster_tests::{int, store};
+    use crate::store::cluster_tests::{int, node, owners, store};
     use crate::store::{ClusterStore, Reply};
     use redis::cmd;
     use std::thread::sleep;
@@ -1013,6 +1013,81 @@ mod cluster_tests {
         );
         sleep(LEASE);
         assert_eq!(lost(), lost_before + 1, "a lost lock is tried once");
+        let_go(&store, key, b"ours");
+    }
+
+    /// Moves `slot`, with `key` in it, from the primary at `from` to the one
+    /// at `to` as `redis-cli --cluster reshard` does, pausing `pause` while
+    /// the key is on `to` and the slot still `from`'s (renewals get `ASK`).
+    fn move_slot(slot: u16, key: &[u8], from: &str, to: &str, pause: Duration) {
+        let (mut source, mut target) = (node(from), node(to));
+        let id = |conn: &mut redis::Connection| -> String {
+            cmd("CLUSTER").arg("MYID").query(conn).unwrap()
+        };
+        let (source_id, target_id) = (id(&mut source), id(&mut target));
+        let setslot = |conn: &mut redis::Connection, state: &str, id: &str| {
+            let () = cmd("CLUSTER")
+                .arg("SETSLOT")
+                .arg(slot)
+                .arg(state)
+                .arg(id)
+                .query(conn)
+                .unwrap();
+        };
+        setslot(&mut target, "IMPORTING", &source_id);
+        setslot(&mut source, "MIGRATING", &target_id);
+        let (host, port) = to.rsplit_once(':').unwrap();
+        let () = cmd("MIGRATE")
+            .arg(host)
+            .arg(port)
+            .arg(key)
+            .arg(0)
+            .arg(5000)
+            .query(&mut source)
+            .unwrap();
+        sleep(pause);
+        setslot(&mut target, "NODE", &target_id);
+        setslot(&mut source, "NODE", &target_id);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn renewals_follow_a_slot_that_moves_and_back() {
+        let store = store();
+        let key: &[u8] = b"{wd-moving}_LOCK";
+        let slot = crate::keys::hash_slot(key);
+        let (first, _) = owners(key);
+        let other = std::env::var("RCS_SEEDS")
+            .unwrap()
+            .split(',')
+            .map(str::to_owned)
+            .find(|seed| {
+                *seed != first
+                    && cmd("ROLE")
+                        .query::<Vec<redis::Value>>(&mut node(seed))
+                        .is_ok_and(|role| {
+                            role.first() == Some(&redis::Value::BulkString(b"master".to_vec()))
+                        })
+            })
+            .expect("another primary");
+        let lost_before = lost();
+        hold(&store, key, b"ours");
+        // ASK for two leases, then MOVED; and back the same way.
+        move_slot(slot, key, &first, &other, 2 * LEASE);
+        sleep(2 * LEASE);
+        assert_eq!(
+            holder(&store, key).as_deref(),
+            Some(&b"ours"[..]),
+            "lost on its way out"
+        );
+        move_slot(slot, key, &other, &first, 2 * LEASE);
+        sleep(2 * LEASE);
+        assert_eq!(
+            holder(&store, key).as_deref(),
+            Some(&b"ours"[..]),
+            "lost on its way back"
+        );
+        assert_eq!(lost(), lost_before, "a renewal counted the lock lost");
         let_go(&store, key, b"ours");
     }
 
