@@ -1,5 +1,5 @@
 --TEST--
-rediscluster_session.lock_lease_ms: the watchdog renews the lock while its request sleeps (the write lands, renewals counted, lock_info shows the lease), stops at lock_expire, lets the lock of a holder killed with SIGKILL expire within one lease, a holder of a new session frozen past its lease still writes, a holder that forks in a loop while renewals run keeps its lock with no child hanging, and a take that a stalled primary applies after its client gave up leaves a lock of one lease at most
+rediscluster_session.lock_lease_ms: the watchdog renews the lock while its request sleeps (the write lands, renewals counted, lock_info shows the lease), stops at lock_expire, lets the lock of a holder killed with SIGKILL expire within one lease, a holder of a new session frozen past its lease still writes, a holder without a lease keeps its write with a leased waiter queued, a holder that forks in a loop while renewals run keeps its lock with no child hanging, and a take that a stalled primary applies after its client gave up leaves a lock of one lease at most
 --SKIPIF--
 <?php if (!function_exists('pcntl_fork')) die('skip pcntl not available'); ?>
 --FILE--
@@ -60,6 +60,26 @@ echo "the lease lapsed: ", json_encode(rcs_cmd('EXISTS', rcs_lock_key($sid)) ===
 exec("kill -CONT $pid");
 fwrite($holder[3], "go\n");
 echo rcs_wait($holder);
+echo "stored: ", rcs_cmd('GET', rcs_prefix() . $sid), "\n";
+
+echo "== a holder without a lease, handed a session nobody saved, and a waiter with one\n";
+// The holder (lock_lease_ms=0, as an older release's worker in a rolling
+// deploy) is handed a session without a log of savers (the first holder has
+// no lease either, and saves nothing); the waiter queueing behind it must not
+// make one, which the holder's write would take for a save since its read.
+$sid = 'leasemixed' . $run;
+$flushed = "session_id('$sid'); session_start(); while (ob_get_level()) ob_end_flush();";
+$first = rcs_spawn("$flushed echo 'first locked', PHP_EOL; fgets(STDIN); session_abort();", rcs_locking_unleased());
+echo fgets($first[1]);
+$holder = rcs_spawn("$flushed echo 'holder locked', PHP_EOL; fgets(STDIN); \$_SESSION['holder'] = 1; echo 'holder: write_close ', json_encode(session_write_close()), PHP_EOL;", rcs_locking_unleased());
+usleep(300000);
+fwrite($first[3], "go\n");
+rcs_wait($first);
+echo fgets($holder[1]);
+$waiter = rcs_spawn("$flushed \$_SESSION['waiter'] = 1; echo 'waiter: write_close ', json_encode(session_write_close()), PHP_EOL;", $locking());
+usleep(500000);
+fwrite($holder[3], "go\n");
+echo rcs_wait($holder), rcs_wait($waiter);
 echo "stored: ", rcs_cmd('GET', rcs_prefix() . $sid), "\n";
 
 echo "== a holder that forks in a loop while renewals run\n";
@@ -134,6 +154,12 @@ locked
 the lease lapsed: true
 write_close true
 stored: frozen|i:1;
+== a holder without a lease, handed a session nobody saved, and a waiter with one
+first locked
+holder locked
+holder: write_close true
+waiter: write_close true
+stored: holder|i:1;waiter|i:1;
 == a holder that forks in a loop while renewals run
 forks over 20: true, hung: 0
 write_close true

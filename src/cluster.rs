@@ -350,7 +350,9 @@ impl Cluster {
         self.forget_if_forked();
         let mut results: Vec<Option<Result<Vec<Value>, Failure>>> =
             requests.iter().map(|_| None).collect();
-        if let Some(deadline) = requests.iter().map(|request| request.deadline).min()
+        // The latest deadline for the round: a request with a shorter one
+        // must not cut the others' replies short.
+        if let Some(deadline) = requests.iter().map(|request| request.deadline).max()
             && (self.refreshed.is_some() || self.refresh_map(deadline).is_ok())
         {
             let mut by_owner: Vec<(usize, Vec<usize>)> = Vec::new();

@@ -464,9 +464,11 @@ pub fn first_ready(links: &[&Link], deadline: Instant) -> Option<usize> {
         let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
         match poll_readable(&sockets, ms) {
             Some(Some(ready)) => return Some(ready),
-            Some(None) if left.is_zero() => return None,
-            // Interrupted, or woken a little early: poll again.
-            _ => {}
+            // Woken a little early: poll again.
+            Some(None) if !left.is_zero() => {}
+            // Out of time, or the poll failed (an interrupted one included:
+            // the watchdog's signals are blocked).
+            _ => return None,
         }
     }
 }

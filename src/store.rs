@@ -108,77 +108,44 @@ pub trait SessionStore {
     fn delete_acked(&mut self, keys: &[&[u8]], ack: ReplicaAck) -> Result<u32>;
 }
 
-/// What a plain take of the lock read.
-pub struct PlainRead {
-    /// The session (`None`: missing).
-    pub data: Option<Vec<u8>>,
-    /// The log of savers (`None`: none, or not asked for).
-    pub done: Option<Vec<u8>>,
-}
-
 /// The plain take of a free lock, one pipeline with no script: `SET lock
 /// secret NX PX` and GET of `data` (never GETEX: a session's own lifetime,
-/// unknown here, sets its TTL, so the save renews it). With a lease it also
-/// makes the log of savers last at least `lock_expire`, one naming the taker
-/// if there is none (`PEXPIRE … GT`, `SET … NX`, as a scripted take does),
-/// and reads it: the fence a re-take compares. One list of commands for the
-/// store and the models.
+/// unknown here, sets its TTL, so the save renews it). Only without a lease:
+/// it cannot make the log of savers that a leased holder's re-take needs
+/// for its take alone. One list of commands for the store and the models.
 pub struct PlainTake<'a> {
     pub lock: &'a [u8],
     pub secret: &'a [u8],
     /// The lock's TTL in ms.
     pub lock_ms: &'a [u8],
     pub data: &'a [u8],
-    /// With a lease only.
-    pub done: Option<PlainLog<'a>>,
-}
-
-/// The log of savers as a plain take with a lease keeps it.
-pub struct PlainLog<'a> {
-    pub key: &'a [u8],
-    /// `lock_expire` in ms.
-    pub expire_ms: &'a [u8],
-    /// The log made where there is none.
-    pub new_log: &'a [u8],
 }
 
 impl PlainTake<'_> {
+    /// How many replies the pipeline gets.
+    pub const REPLIES: usize = 2;
+
     /// Calls `command` with each command of the pipeline, in order.
     pub fn each_command(&self, mut command: impl FnMut(&[&[u8]])) {
         command(&[b"SET", self.lock, self.secret, b"NX", b"PX", self.lock_ms]);
         command(&[b"GET", self.data]);
-        if let Some(log) = &self.done {
-            command(&[b"PEXPIRE", log.key, log.expire_ms, b"GT"]);
-            command(&[b"SET", log.key, log.new_log, b"NX", b"PX", log.expire_ms]);
-            command(&[b"GET", log.key]);
-        }
     }
 
-    /// How many replies the pipeline gets.
-    pub fn reply_count(&self) -> usize {
-        if self.done.is_some() { 5 } else { 2 }
-    }
-
-    /// What the pipeline's replies say: what was read when the lock was free
-    /// and is now ours, `None` when it was busy.
-    pub fn read(&self, replies: impl IntoIterator<Item = Reply>) -> Result<Option<PlainRead>> {
+    /// What the pipeline's replies say: the session (`None`: missing) when
+    /// the lock was free and is now ours, `None` when it was busy.
+    pub fn read(
+        &self,
+        replies: impl IntoIterator<Item = Reply>,
+    ) -> Result<Option<Option<Vec<u8>>>> {
         let mut replies = replies.into_iter();
         let taken = replies.next() == Some(Reply::Status);
-        fn string(reply: Option<Reply>, what: &str) -> Result<Option<Vec<u8>>> {
-            match reply {
-                Some(Reply::Data(bytes)) => Ok(Some(bytes)),
-                Some(Reply::Nil) => Ok(None),
-                Some(other) => Err(unexpected(what, &other)),
-                None => Err(anyhow!("missing reply to {what}")),
-            }
-        }
-        let data = string(replies.next(), "GET")?;
-        // Past the PEXPIRE's and the SET's replies to the GET of the log.
-        let done = match self.done {
-            Some(_) => string(replies.nth(2), "GET of the log of savers")?,
-            None => None,
+        let data = match replies.next() {
+            Some(Reply::Data(bytes)) => Some(bytes),
+            Some(Reply::Nil) => None,
+            Some(other) => return Err(unexpected("GET", &other)),
+            None => bail!("missing reply to GET"),
         };
-        Ok(taken.then_some(PlainRead { data, done }))
+        Ok(taken.then_some(data))
     }
 }
 
@@ -199,7 +166,7 @@ pub trait LockStore {
     /// free and is now ours, `None` when it was busy or the slot is moving
     /// (a migration may split the pipeline; the caller's next acquire
     /// recognises the secret if the SET ran).
-    fn lock_and_read(&mut self, take: &PlainTake) -> Result<Option<PlainRead>>;
+    fn lock_and_read(&mut self, take: &PlainTake) -> Result<Option<Option<Vec<u8>>>>;
     /// BLPOP: blocks up to `timeout` for an element on the list and returns it.
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>>;
     /// DELEX/DELIFEQ compare-and-delete, with ZCARD of `queue` in the same
@@ -768,17 +735,17 @@ impl LockStore for ClusterStore {
         Ok((reply, acked.unwrap_or(0)))
     }
 
-    fn lock_and_read(&mut self, take: &PlainTake) -> Result<Option<PlainRead>> {
+    fn lock_and_read(&mut self, take: &PlainTake) -> Result<Option<Option<Vec<u8>>>> {
         let mut packed = Vec::new();
         take.each_command(|command| pack(&mut packed, command));
         let replies = self.send(
             take.lock,
             &packed,
-            take.reply_count(),
+            PlainTake::REPLIES,
             Duration::ZERO,
             false,
         )?;
-        if replies.len() != take.reply_count() {
+        if replies.len() != PlainTake::REPLIES {
             bail!("missing reply to SET NX and GET");
         }
         if replies.iter().any(is_redirect) {

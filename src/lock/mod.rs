@@ -41,7 +41,7 @@ use crate::resp::Decimal;
 use crate::script::LuaScript;
 use crate::settings::{LockSettings, ReleaseCommand, ReplicaAck};
 use crate::stats;
-use crate::store::{LockStore, PlainLog, PlainRead, PlainTake, Reply, whole_millis, whole_seconds};
+use crate::store::{LockStore, PlainTake, Reply, whole_millis, whole_seconds};
 use crate::watchdog;
 
 #[cfg(test)]
@@ -104,14 +104,12 @@ struct Leased {
     /// Before the call that took the lock was sent (for a hand-over, the
     /// attempt before the BLPOP that brought it): never later than the take.
     taken_at: Instant,
-    /// The log of savers at the read, which a re-take must find unchanged
-    /// (the plain take learns it, but keeps no `fence`: as without a lease,
-    /// nothing can hand its lock back). Every take made the log last until
-    /// its `lock_expire`, one naming the taker where there was none.
+    /// The log of savers at the read, which a re-take must find unchanged.
+    /// A take (by script: a leased lock is never taken plainly) made the log
+    /// last until its `lock_expire`, one naming the taker where there was
+    /// none; an empty one (a hand-over after a release that saved nothing,
+    /// an older release's take) proves nothing and asks no re-take.
     retake_fence: Option<Vec<u8>>,
-    /// The log a take makes where there is none: `~<secret>` (see
-    /// `stretch_done_lua` in the scripts).
-    new_log: String,
 }
 
 impl HeldLock {
@@ -184,12 +182,17 @@ impl HeldLock {
 
     /// The re-take argument of a save at `now`, with a lease only: what is
     /// left of `lock_expire` in ms, or "0" when no re-take may be asked
-    /// (past `lock_expire`, or no fence).
+    /// (past `lock_expire`, or no fence or an empty one).
     fn retake_ms(&self, now: Instant) -> Option<String> {
         let leased = self.leased.as_ref()?;
         let lock_expire = leased.lock_expire;
         let left = renewal_ttl(lock_expire, leased.taken_at, lock_expire, now)
-            .filter(|_| leased.retake_fence.is_some())
+            .filter(|_| {
+                leased
+                    .retake_fence
+                    .as_ref()
+                    .is_some_and(|fence| !fence.is_empty())
+            })
             .map_or(0, |left| left.as_millis());
         Some(left.to_string())
     }
@@ -399,7 +402,6 @@ impl Acquisition {
                 lock_expire: lock.ttl,
                 taken_at: started,
                 retake_fence: None,
-                new_log: format!("~{secret}"),
             })
         });
         Acquisition {
@@ -551,7 +553,6 @@ impl Acquisition {
     /// secret again after a failover undid the take, and this acquisition
     /// has not queued.
     fn lock_and_read(&mut self, store: &mut impl LockStore) -> Result<Option<Option<Vec<u8>>>> {
-        self.taking_at(Instant::now);
         let read = store.lock_and_read(&self.plain_take())?;
         Ok(read.map(|read| self.plain_read(read)))
     }
@@ -564,22 +565,21 @@ impl Acquisition {
             secret: held.secret.as_bytes(),
             lock_ms: self.take_ms.as_bytes(),
             data: &held.keys.data,
-            done: (held.leased.as_ref()).map(|leased| PlainLog {
-                key: held.keys.done(),
-                expire_ms: held.expire_ms.as_bytes(),
-                new_log: leased.new_log.as_bytes(),
-            }),
         }
     }
 
-    /// What the plain take read: the data. With a lease it learnt the log of
-    /// savers too, the fence a re-take needs.
-    pub(crate) fn plain_read(&mut self, read: PlainRead) -> Option<Vec<u8>> {
-        if let Some(leased) = &mut self.held.leased {
-            leased.retake_fence = Some(read.done.unwrap_or_default());
-        }
-        self.read(&read.data, false);
-        read.data
+    /// Whether the lock may be taken plainly: only without a lease, whose
+    /// re-take needs the log of savers that only a script take can make for
+    /// its take alone (a log made by a take that failed would be a save to
+    /// a holder that read none).
+    pub(crate) fn plain_take_allowed(&self) -> bool {
+        self.held.leased.is_none()
+    }
+
+    /// What the plain take read: the session.
+    pub(crate) fn plain_read(&mut self, data: Option<Vec<u8>>) -> Option<Vec<u8>> {
+        self.read(&data, false);
+        data
     }
 
     /// Blocks up to `timeout` for the lock to be handed to us: the data if it
@@ -652,7 +652,7 @@ pub fn acquire_and_read(
 ) -> Result<(Acquired, Duration)> {
     let started = Instant::now();
     let mut acquisition = Acquisition::new(keys, lock, refresh, started)?;
-    if plain_first {
+    if plain_first && acquisition.plain_take_allowed() {
         match acquisition.lock_and_read(store) {
             Ok(Some(data)) => {
                 stats::lock_attempt(true, Duration::ZERO);
@@ -1032,7 +1032,7 @@ mod tests {
         ) -> Result<(Reply, u32)> {
             unreachable!()
         }
-        fn lock_and_read(&mut self, _: &PlainTake) -> Result<Option<PlainRead>> {
+        fn lock_and_read(&mut self, _: &PlainTake) -> Result<Option<Option<Vec<u8>>>> {
             self.plain_tries += 1;
             Ok(None)
         }

@@ -489,7 +489,7 @@ impl LockModel {
                 client.waited = false;
                 client.applied_under_lock = false;
                 client.retried = false;
-                if client.plain_first {
+                if client.plain_first && client.acquisition_mut().plain_take_allowed() {
                     client.phase = Phase::Plain;
                 } else {
                     self.next_attempt(&mut client, now);
@@ -498,9 +498,6 @@ impl LockModel {
                 return;
             }
             Phase::Plain => {
-                if self.lock.lease.is_some() {
-                    client.acquisition_mut().taking_at(|| instant(now));
-                }
                 let mut replies = Vec::new();
                 client
                     .acquisition
@@ -663,8 +660,14 @@ impl LockModel {
                         format!("client {c}'s {op:?} refused while the lock held its secret"),
                     );
                 }
-                // The fence proves nobody saved: every take made it last.
-                let provable = leased.is_some_and(|leased| leased.retake_fence.is_some());
+                // The fence proves nobody saved: every take made it last, and
+                // one naming the taker where there was none.
+                let provable = leased.is_some_and(|leased| {
+                    leased
+                        .retake_fence
+                        .as_ref()
+                        .is_some_and(|fence| !fence.is_empty())
+                });
                 if !applied
                     && lease_lapsed
                     && within_cap

@@ -197,8 +197,10 @@ macro_rules! retake_lua {
 /// taker's `lock_expire`), so that a re-take's fence cannot expire into
 /// "nobody saved" (see [`retake_lua`]). Where there is no log yet it makes
 /// one that names the taker, `~<secret>`: no saver's secret, it is carried
-/// as the oldest entry until 8 saves push it out, and every release of the
-/// scripts reads it as a log whose savers are none of theirs.
+/// as the oldest entry until 8 saves push it out. Only a take makes it (the
+/// lock is then ours, so no holder read the log before), never a waiter: to
+/// a holder that read no log, any of this and earlier releases, it would
+/// read as a save.
 macro_rules! stretch_done_lua {
     () => {
         r"if redis.call('PEXPIRE', done, cap_ms, 'GT') == 0 and redis.call('EXISTS', done) == 0 then
@@ -311,10 +313,11 @@ if wait_ms > 0 then
   ahead = owner
   if rank > 0 then ahead = redis.call('ZRANGE', queue, rank - 1, rank - 1)[1] end
   -- A hand-over carries the log as our fence: it must outlast our lease.
+  -- None is made where there is none: to the holder, which read none, it
+  -- would read as a save.
   if cap_ms then
-  ",
-    stretch_done_lua!(),
-    r"  end
+    redis.call('PEXPIRE', done, cap_ms, 'GT')
+  end
 elseif queued then
   redis.call('ZREM', queue, secret)
   redis.call('HDEL', waiters, secret)
