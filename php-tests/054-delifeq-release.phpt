@@ -8,7 +8,9 @@ if (!rcs_server_has('delifeq')) die('skip the server has no DELIFEQ (Valkey 9 ha
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';
-$ini = rcs_locking(['redis.session.lock_release_cmd' => 'delifeq', 'redis.session.lock_wait_time' => '2000000',
+// Without a lease: a leased lock is taken by script, whose read renews the
+// TTL, so no path below would release by Lua (071 covers the lease).
+$ini = rcs_locking_unleased(['redis.session.lock_release_cmd' => 'delifeq', 'redis.session.lock_wait_time' => '2000000',
     'redis.session.lock_retries' => '5']);
 // The child's own count of releases by each means, after its script.
 $releases = ' register_shutdown_function(function () { echo json_encode(rediscluster_session_stats()["releases"]), "\n"; });';

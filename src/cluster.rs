@@ -350,8 +350,8 @@ impl Cluster {
         self.forget_if_forked();
         let mut results: Vec<Option<Result<Vec<Value>, Failure>>> =
             requests.iter().map(|_| None).collect();
-        // The latest deadline for the round: a request with a shorter one
-        // must not cut the others' replies short.
+        // The latest deadline for the slot map: a request with a shorter
+        // one must not cut the others short.
         if let Some(deadline) = requests.iter().map(|request| request.deadline).max()
             && (self.refreshed.is_some() || self.refresh_map(deadline).is_ok())
         {
@@ -381,7 +381,14 @@ impl Cluster {
                     .map(|&index| requests[index].reply_timeout)
                     .min()
                     .unwrap_or_default();
-                let window = ReplyWindow::new(reply_timeout, deadline);
+                // Each batch until its own latest deadline: a stalled primary
+                // holds the round no longer than its own locks allow.
+                let batch_deadline = members
+                    .iter()
+                    .map(|&index| requests[index].deadline)
+                    .max()
+                    .unwrap_or(deadline);
+                let window = ReplyWindow::new(reply_timeout, batch_deadline);
                 if send_to(&self.config, &mut self.nodes[owner], &packed, window).is_ok() {
                     sent.push((owner, members, count, window.end()));
                 }

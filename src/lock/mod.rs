@@ -6,8 +6,9 @@
 //! behind proxies that route by declared keys.
 //!
 //! - read = take the lock and read the data in one round trip: plain `SET NX`
-//!   and `GET` when the lock is free, else a Lua call that puts the caller in
-//!   the session's queue (first come, first served).
+//!   and `GET` when the lock is free and has no lease, else a Lua call that
+//!   takes it or puts the caller in the session's queue (first come, first
+//!   served).
 //! - write = check-and-write + release in one Lua call: nothing is stored
 //!   unless the lock still holds our secret.
 //! - Release hands the lock to the longest waiter still waiting: the lock

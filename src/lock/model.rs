@@ -1284,6 +1284,7 @@ impl Model for LockModel {
                 state.failovers += 1;
                 let mut promoted = state.replica.clone();
                 promoted.now_ms = state.primary.now_ms + skew;
+                promoted.time_offset = state.primary.time_offset + 500;
                 promoted.expire_keys();
                 state.skew = skew;
                 state.primary = promoted;

@@ -181,11 +181,11 @@ end
 /// log of savers still reads as it did at the read (`retake_fence`, '?' when
 /// unknown): nobody saved since. Sound because the log never returns to an
 /// earlier value: every save puts a fresh secret at its head, and a take
-/// that finds no log makes one that names it (`~<secret>`, see
+/// that finds no log makes one that names it and its run (`~<secret>.<time>`, see
 /// [`stretch_done_lua`]), so a failover that loses a log, and a save the
-/// holder read, cannot have it made again equal to the fence. Every take,
-/// scripted or plain, stretched the log to that holder's `lock_expire`,
-/// which later saves keep.
+/// holder read, cannot have it made again equal to the fence. Every take
+/// stretched the log to that holder's `lock_expire`, which later saves of
+/// this release keep.
 macro_rules! retake_lua {
     () => {
         "(not owner and retake_ms and tonumber(retake_ms) > 0 and retake_fence ~= '?'
@@ -196,15 +196,18 @@ macro_rules! retake_lua {
 /// Lua that makes the log of savers `done` last at least `cap_ms` (the
 /// taker's `lock_expire`), so that a re-take's fence cannot expire into
 /// "nobody saved" (see [`retake_lua`]). Where there is no log yet it makes
-/// one that names the taker, `~<secret>`: no saver's secret, it is carried
-/// as the oldest entry until 8 saves push it out. Only a take makes it (the
+/// one that names the taker and this run of the script, `~<secret>.<server
+/// time>` (a call repeated after a lost reply, once the log vanished, makes
+/// another): no saver's secret, it is carried as the oldest entry until 8
+/// saves push it out. No `:` in it: a hand-over's push is split on `:`. Only a take makes it (the
 /// lock is then ours, so no holder read the log before), never a waiter: to
 /// a holder that read no log, any of this and earlier releases, it would
 /// read as a save.
 macro_rules! stretch_done_lua {
     () => {
         r"if redis.call('PEXPIRE', done, cap_ms, 'GT') == 0 and redis.call('EXISTS', done) == 0 then
-    redis.call('SET', done, '~' .. secret, 'PX', cap_ms)
+    local time = redis.call('TIME')
+    redis.call('SET', done, '~' .. secret .. '.' .. time[1] .. time[2], 'PX', cap_ms)
   end
 "
     };

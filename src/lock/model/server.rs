@@ -36,6 +36,10 @@ pub struct Server {
     /// Calls to `TIME` within this tick: each sees a later microsecond, as
     /// calls that follow each other do.
     pub time_calls: i64,
+    /// Microseconds added to every `TIME` reading: each failover moves them
+    /// on by 500, so that no node ever repeats a reading an earlier primary
+    /// gave, even a clock a tick behind (fewer than 500 calls a tick).
+    pub time_offset: i64,
 }
 
 /// What went wrong in a call: a key it did not declare, or a command the
@@ -106,7 +110,7 @@ impl Server {
         Ok(match name.as_str() {
             "TIME" => {
                 self.time_calls += 1;
-                let micros = now * 1000 + self.time_calls;
+                let micros = now * 1000 + self.time_offset + self.time_calls;
                 Reply::Array(vec![
                     Reply::Data((micros / 1_000_000).to_string().into_bytes()),
                     Reply::Data((micros % 1_000_000).to_string().into_bytes()),
