@@ -591,22 +591,14 @@ fn a_stalled_primary_delays_no_other_primarys_batch() {
     assert!(warm.iter().all(Result::is_ok), "{warm:?}");
 
     let pid = a.child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-STOP", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    let signal = |name: &str| {
+        let sent = Command::new("kill").args([name, &pid]).status().unwrap();
+        assert!(sent.success(), "kill {name}");
+    };
+    signal("-STOP");
     let replies = cluster.request_each(&[request(&on_a, &set_a), request(&on_b, &set_b)]);
     let ttl_on_b = Raw::to(&b.addr).call(&["PTTL", &on_b]);
-    assert!(
-        Command::new("kill")
-            .args(["-CONT", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
+    signal("-CONT");
     assert!(
         replies[0].is_err(),
         "the stalled primary answered: {:?}",
