@@ -409,7 +409,7 @@ impl Cluster {
                 let received = node
                     .connection
                     .as_mut()
-                    .map(|connection| connection.receive(0, count, end, None));
+                    .map(|connection| connection.receive(0, count, end));
                 let Some(Ok(replies)) = received else {
                     node.connection = None;
                     continue;

@@ -372,7 +372,7 @@ impl Link {
         window: ReplyWindow,
     ) -> RedisResult<Vec<Value>> {
         self.send(packed, window)?;
-        self.receive(skip, count, window.end(), None)
+        self.receive(skip, count, window.end())
     }
 
     /// The first half of an exchange: sends `packed` within `window`, its
@@ -395,21 +395,20 @@ impl Link {
         Ok(())
     }
 
-    /// The second half: reads `skip + count` replies by `deadline` (`now`, a
-    /// clock reading just taken, if there is one); returns the last `count`.
+    /// The second half: reads `skip + count` replies by `deadline`; returns
+    /// the last `count`.
     pub fn receive(
         &mut self,
         skip: usize,
         count: usize,
         deadline: Instant,
-        now: Option<Instant>,
     ) -> RedisResult<Vec<Value>> {
         let auth_unread = std::mem::take(&mut self.auth_unread);
         let mut stream = Bounded {
             stream: &mut self.stream,
             timeouts: &mut self.timeouts,
             deadline,
-            now,
+            now: None,
         };
         if auth_unread {
             let reply = self.reader.read_reply(&mut stream)?;
