@@ -113,7 +113,7 @@ impl LockKeys {
         let parts: [[&[u8]; 2]; 4] = [
             [&lock, b"_FIFO"],
             [&lock, b"_WAITERS"],
-            [&lock, b"_DONE"],
+            [&lock, DONE_SUFFIX],
             [tagged, LIFETIME_SUFFIX],
         ];
         let mut derived = Vec::with_capacity(4 * lock.len() + 24);
@@ -165,6 +165,15 @@ impl LockKeys {
     pub fn next(&self, secret: &str) -> Vec<u8> {
         [&self.lock[..], b"_NEXT_", secret.as_bytes()].concat()
     }
+}
+
+/// What a lock key's log of savers adds to it (see [`LockKeys::done`]).
+const DONE_SUFFIX: &[u8] = b"_DONE";
+
+/// The log of savers of `lock` (see [`LockKeys::done`]), made from the lock
+/// key alone, as the watchdog knows it.
+pub fn done_key(lock: &[u8]) -> Vec<u8> {
+    [lock, DONE_SUFFIX].concat()
 }
 
 /// The bytes Redis hashes for a key with a hash tag: between the first `{`

@@ -8,15 +8,20 @@ const MAX_DEPTH: usize = 8;
 
 /// Appends one command to `out`, growing it at most once.
 pub fn pack(out: &mut Vec<u8>, args: &[&[u8]]) {
-    // A header is a type byte, at most 20 digits and CRLF; each argument ends in CRLF.
-    let size: usize = args.iter().map(|arg| arg.len() + 25).sum();
-    out.reserve(size + 23);
+    out.reserve(packed_size(args));
     push_header(out, b'*', args.len());
     for arg in args {
         push_header(out, b'$', arg.len());
         out.extend_from_slice(arg);
         out.extend_from_slice(b"\r\n");
     }
+}
+
+/// At least the size of `args` packed: a pipeline reserves the sum of its
+/// commands' once, rather than growing (and copying) command by command.
+pub fn packed_size(args: &[&[u8]]) -> usize {
+    // A header is a type byte, at most 20 digits and CRLF; each argument ends in CRLF.
+    args.iter().map(|arg| arg.len() + 25).sum::<usize>() + 23
 }
 
 /// One command, packed.
@@ -42,6 +47,8 @@ fn push_header(out: &mut Vec<u8>, kind: u8, length: usize) {
 }
 
 /// A number's decimal digits, without allocating.
+#[derive(Clone, Copy)]
+#[cfg_attr(test, derive(Debug, PartialEq, Eq, Hash))]
 pub struct Decimal {
     digits: [u8; 20],
     start: usize,

@@ -10,14 +10,14 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
 
 use crate::cluster::{Cluster, ReadFrom, Request, Unreachable, is_redirect, is_transient};
 use crate::config::ConnectionConfig;
 use crate::keys::{LockKeys, hash_slot};
 use crate::lifetime::Expiry;
-use crate::resp::{Decimal, pack, packed};
+use crate::resp::{Decimal, pack, packed, packed_size};
 use crate::script::LuaScript;
 use crate::settings::{ReleaseCommand, ReplicaAck};
 use crate::stats;
@@ -110,42 +110,57 @@ pub trait SessionStore {
 
 /// The plain take of a free lock, one pipeline with no script: `SET lock
 /// secret NX PX` and GET of `data` (never GETEX: a session's own lifetime,
-/// unknown here, sets its TTL, so the save renews it). Only without a lease:
-/// it cannot make the log of savers that a leased holder's re-take needs
-/// for its take alone. One list of commands for the store and the models.
+/// unknown here, sets its TTL, so the save renews it). With a lease (`log`:
+/// the log of savers) it also reads the log, the fence of a re-take; the
+/// lease's renewals make it last, or make one (only while the lock is ours:
+/// to a holder that read no log, a log made by a take that failed would
+/// read as a save). One list of commands for the store and the models.
 pub struct PlainTake<'a> {
     pub lock: &'a [u8],
     pub secret: &'a [u8],
     /// The lock's TTL in ms.
     pub lock_ms: &'a [u8],
     pub data: &'a [u8],
+    pub log: Option<&'a [u8]>,
+}
+
+/// What a plain take that took the lock read.
+pub struct PlainRead {
+    /// The session; `None`: missing.
+    pub data: Option<Vec<u8>>,
+    /// With a lease, the log of savers (empty: none).
+    pub log: Option<Vec<u8>>,
 }
 
 impl PlainTake<'_> {
     /// How many replies the pipeline gets.
-    pub const REPLIES: usize = 2;
+    pub fn replies(&self) -> usize {
+        if self.log.is_some() { 3 } else { 2 }
+    }
 
     /// Calls `command` with each command of the pipeline, in order.
     pub fn each_command(&self, mut command: impl FnMut(&[&[u8]])) {
         command(&[b"SET", self.lock, self.secret, b"NX", b"PX", self.lock_ms]);
         command(&[b"GET", self.data]);
+        if let Some(log) = self.log {
+            command(&[b"GET", log]);
+        }
     }
 
-    /// What the pipeline's replies say: the session (`None`: missing) when
-    /// the lock was free and is now ours, `None` when it was busy.
-    pub fn read(
-        &self,
-        replies: impl IntoIterator<Item = Reply>,
-    ) -> Result<Option<Option<Vec<u8>>>> {
+    /// What the pipeline's replies say: what it read when the lock was free
+    /// and is now ours, `None` when it was busy.
+    pub fn read(&self, replies: impl IntoIterator<Item = Reply>) -> Result<Option<PlainRead>> {
         let mut replies = replies.into_iter();
         let taken = replies.next() == Some(Reply::Status);
-        let data = match replies.next() {
-            Some(Reply::Data(bytes)) => Some(bytes),
-            Some(Reply::Nil) => None,
-            Some(other) => return Err(unexpected("GET", &other)),
-            None => bail!("missing reply to GET"),
+        let data = session_data(replies.next().context("missing reply to GET")?)?;
+        let log = match self.log {
+            Some(_) => {
+                let log = replies.next().context("missing reply to GET of the log")?;
+                Some(session_data(log)?.unwrap_or_default())
+            }
+            None => None,
         };
-        Ok(taken.then_some(data))
+        Ok(taken.then_some(PlainRead { data, log }))
     }
 }
 
@@ -166,7 +181,7 @@ pub trait LockStore {
     /// free and is now ours, `None` when it was busy or the slot is moving
     /// (a migration may split the pipeline; the caller's next acquire
     /// recognises the secret if the SET ran).
-    fn lock_and_read(&mut self, take: &PlainTake) -> Result<Option<Option<Vec<u8>>>>;
+    fn lock_and_read(&mut self, take: &PlainTake) -> Result<Option<PlainRead>>;
     /// BLPOP: blocks up to `timeout` for an element on the list and returns it.
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>>;
     /// DELEX/DELIFEQ compare-and-delete, with ZCARD of `queue` in the same
@@ -735,17 +750,14 @@ impl LockStore for ClusterStore {
         Ok((reply, acked.unwrap_or(0)))
     }
 
-    fn lock_and_read(&mut self, take: &PlainTake) -> Result<Option<Option<Vec<u8>>>> {
-        let mut packed = Vec::new();
+    fn lock_and_read(&mut self, take: &PlainTake) -> Result<Option<PlainRead>> {
+        let mut size = 0;
+        take.each_command(|command| size += packed_size(command));
+        let mut packed = Vec::with_capacity(size);
         take.each_command(|command| pack(&mut packed, command));
-        let replies = self.send(
-            take.lock,
-            &packed,
-            PlainTake::REPLIES,
-            Duration::ZERO,
-            false,
-        )?;
-        if replies.len() != PlainTake::REPLIES {
+        let count = take.replies();
+        let replies = self.send(take.lock, &packed, count, Duration::ZERO, false)?;
+        if replies.len() != count {
             bail!("missing reply to SET NX and GET");
         }
         if replies.iter().any(is_redirect) {

@@ -71,6 +71,8 @@ pub fn interval(lease: Duration) -> Duration {
 /// A lock as the watchdog renews it.
 pub struct Watched<'a> {
     pub lock_key: &'a [u8],
+    /// The log of savers a re-take would compare, which renewals keep.
+    pub fence: Option<&'a [u8]>,
     pub secret: &'a [u8],
     pub lease: Duration,
     /// Sent no later than the call that took it.
@@ -89,7 +91,15 @@ impl Watched<'_> {
         call: impl FnOnce(&crate::script::LuaScript, &[&[u8]], &[&[u8]]) -> R,
     ) -> Option<R> {
         let ttl = renewal_ttl(self.lease, self.taken_at, self.lock_expire, now)?;
-        Some(renewal_call(self.lock_key, self.secret, ttl, call))
+        let left = renewal_ttl(self.lock_expire, self.taken_at, self.lock_expire, now)?;
+        Some(renewal_call(
+            self.lock_key,
+            self.secret,
+            ttl,
+            self.fence,
+            left,
+            call,
+        ))
     }
 }
 
@@ -101,13 +111,47 @@ pub struct LeaseView {
     pub renewed_for: Duration,
 }
 
+/// A lock's key, its holder's secret and fence, in one allocation: every
+/// locked request registers one.
+#[derive(Clone)]
+struct LockName {
+    bytes: Vec<u8>,
+    secret_at: usize,
+    /// Where the fence starts, if there is one.
+    fence_at: Option<usize>,
+}
+
+impl LockName {
+    fn new(lock: &Watched) -> Self {
+        let secret_at = lock.lock_key.len();
+        let fence = lock.fence.unwrap_or_default();
+        LockName {
+            bytes: [lock.lock_key, lock.secret, fence].concat(),
+            secret_at,
+            fence_at: lock.fence.map(|_| secret_at + lock.secret.len()),
+        }
+    }
+
+    fn lock_key(&self) -> &[u8] {
+        &self.bytes[..self.secret_at]
+    }
+
+    fn secret(&self) -> &[u8] {
+        let end = self.fence_at.unwrap_or(self.bytes.len());
+        &self.bytes[self.secret_at..end]
+    }
+
+    fn fence(&self) -> Option<&[u8]> {
+        self.fence_at.map(|at| &self.bytes[at..])
+    }
+}
+
 struct Entry {
     id: u64,
     /// The request thread that registered it.
     owner: u64,
     config: Arc<ConnectionConfig>,
-    lock_key: Vec<u8>,
-    secret: Vec<u8>,
+    name: LockName,
     lease: Duration,
     taken_at: Instant,
     /// No renewal past `taken_at` + this.
@@ -227,8 +271,7 @@ pub fn watch(config: &Rc<ConnectionConfig>, lock: Watched) -> io::Result<()> {
         id,
         owner: OWNER.with(|owner| *owner),
         config,
-        lock_key: lock.lock_key.to_vec(),
-        secret: lock.secret.to_vec(),
+        name: LockName::new(&lock),
         lease,
         taken_at: lock.taken_at,
         lock_expire: lock.lock_expire,
@@ -259,7 +302,7 @@ fn shared_config(config: &Rc<ConnectionConfig>) -> Arc<ConnectionConfig> {
 /// The lock leaves the watchdog: it is being released.
 pub fn unwatch(lock_key: &[u8], secret: &[u8]) {
     if WATCHING.get() {
-        forget(|entry| entry.lock_key == lock_key && entry.secret == secret);
+        forget(|entry| entry.name.lock_key() == lock_key && entry.name.secret() == secret);
     }
 }
 
@@ -294,7 +337,7 @@ pub fn lease_of(lock_key: &[u8]) -> Option<LeaseView> {
     let entry = state
         .entries
         .iter()
-        .find(|entry| entry.lock_key == lock_key)?;
+        .find(|entry| entry.name.lock_key() == lock_key)?;
     let now = Instant::now();
     Some(LeaseView {
         expires_in: entry.expires.saturating_duration_since(now),
@@ -430,9 +473,10 @@ fn block_signals(previous: Option<&SigSet>) -> SigSet {
 struct Renewal {
     id: u64,
     config: Arc<ConnectionConfig>,
-    lock_key: Vec<u8>,
-    secret: Vec<u8>,
+    name: LockName,
     ttl: Duration,
+    /// What is left of `lock_expire`: how long the log of savers must last.
+    left: Duration,
     deadline: Instant,
 }
 
@@ -492,7 +536,7 @@ fn run(watchdog: &'static Watchdog) {
             .entries
             .iter()
             .filter(|entry| entry.due.is_some())
-            .map(|entry| (entry.config.clone(), hash_slot(&entry.lock_key)))
+            .map(|entry| (entry.config.clone(), hash_slot(entry.name.lock_key())))
             .collect();
         state.connected = !held.is_empty();
         let next = next_due(&state);
@@ -545,9 +589,10 @@ fn due_renewals(state: &mut State, now: Instant) -> Vec<Renewal> {
         due.push(Renewal {
             id: entry.id,
             config: entry.config.clone(),
-            lock_key: entry.lock_key.clone(),
-            secret: entry.secret.clone(),
+            name: entry.name.clone(),
             ttl,
+            left: renewal_ttl(entry.lock_expire, entry.taken_at, entry.lock_expire, now)
+                .unwrap_or_default(),
             deadline: now + left.clamp(SHORTEST_ROUND, LONGEST_ROUND),
         });
     }
@@ -667,9 +712,11 @@ enum Verb {
 
 fn renew_command(renewal: &Renewal, verb: Verb) -> Vec<u8> {
     renewal_call(
-        &renewal.lock_key,
-        &renewal.secret,
+        renewal.name.lock_key(),
+        renewal.name.secret(),
         renewal.ttl,
+        renewal.name.fence(),
+        renewal.left,
         |script, keys, args| match verb {
             Verb::EvalSha => script_command("EVALSHA", script.sha1(), keys, args),
             Verb::Eval => script_command("EVAL", script.source(), keys, args),
@@ -683,7 +730,7 @@ fn renew_request<'a>(
     packed: &'a [u8],
 ) -> Request<'a> {
     Request {
-        slot: hash_slot(&renewal.lock_key),
+        slot: hash_slot(renewal.name.lock_key()),
         packed,
         count: 1,
         reply_timeout: config.read_timeout,
@@ -793,8 +840,14 @@ mod tests {
             id: 0,
             owner: 0,
             config: Arc::new(config),
-            lock_key: b"{s}_LOCK".to_vec(),
-            secret: b"secret".to_vec(),
+            name: LockName::new(&Watched {
+                lock_key: b"{s}_LOCK",
+                fence: None,
+                secret: b"secret",
+                lease,
+                taken_at: now,
+                lock_expire: Duration::from_secs(60),
+            }),
             lease,
             taken_at: now,
             lock_expire: Duration::from_secs(30),
@@ -863,6 +916,7 @@ mod cluster_tests {
     fn watch_for(key: &[u8], secret: &[u8], taken_at: Instant, lock_expire: Duration) {
         let lock = Watched {
             lock_key: key,
+            fence: None,
             secret,
             lease: LEASE,
             taken_at,
@@ -1179,6 +1233,7 @@ mod cluster_tests {
         let short = Duration::from_millis(300);
         let lock = Watched {
             lock_key: key,
+            fence: None,
             secret: b"ours",
             lease: short,
             taken_at: taken,
@@ -1199,6 +1254,7 @@ mod cluster_tests {
                 // Its own requests start a watchdog of its own.
                 let child_lock = Watched {
                     lock_key: b"{wd-fork-child}_LOCK",
+                    fence: None,
                     secret: b"child",
                     lease: short,
                     taken_at: Instant::now(),

@@ -495,10 +495,11 @@ fn a_slot_without_an_owner_is_waited_for_by_the_plain_lock_try() {
         secret: b"secret",
         lock_ms: b"5000",
         data: b"{s}",
+        log: None,
     });
     assert_eq!(owner.join().unwrap(), Value::Okay);
     let read = read.unwrap().expect("the lock taken");
-    assert_eq!(read, None, "no data");
+    assert_eq!(read.data, None, "no data");
     assert!(started.elapsed() >= Duration::from_millis(400));
 }
 

@@ -38,7 +38,9 @@ use crate::request;
 use crate::save_path::Failover;
 use crate::script::LuaScript;
 use crate::settings::{INI_DEFAULTS, IniSource, ReleaseCommand, ReplicaAck, Settings};
-use crate::store::{DataAndLifetime, LockStore, PlainTake, Reply, SessionStore, whole_seconds};
+use crate::store::{
+    DataAndLifetime, LockStore, PlainRead, PlainTake, Reply, SessionStore, whole_seconds,
+};
 
 const GC_MAXLIFETIME: u64 = 1440;
 const PREFIX: &[u8] = b"PHPREDIS_SESSION:";
@@ -196,7 +198,7 @@ impl LockStore for Node {
         not_modelled()
     }
 
-    fn lock_and_read(&mut self, take: &PlainTake) -> Result<Option<Option<Vec<u8>>>> {
+    fn lock_and_read(&mut self, take: &PlainTake) -> Result<Option<PlainRead>> {
         let mut replies = Vec::new();
         take.each_command(|command| replies.push(self.call(command)));
         take.read(replies.into_iter().collect::<Result<Vec<_>>>()?)

@@ -36,13 +36,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, bail};
 
-use crate::keys::LockKeys;
+use crate::keys::{LockKeys, done_key};
 use crate::lifetime::{Change, Lifetime};
 use crate::resp::Decimal;
 use crate::script::LuaScript;
 use crate::settings::{LockSettings, ReleaseCommand, ReplicaAck};
 use crate::stats;
-use crate::store::{LockStore, PlainTake, Reply, whole_millis, whole_seconds};
+use crate::store::{LockStore, PlainRead, PlainTake, Reply, whole_millis, whole_seconds};
 use crate::watchdog;
 
 #[cfg(test)]
@@ -75,7 +75,7 @@ pub struct HeldLock {
     release: ReleaseCommand,
     /// `lock_expire` in ms, as the scripts take it: the lock's TTL without a
     /// lease, and how long a save keeps the log of savers.
-    expire_ms: String,
+    expire_ms: Decimal,
     /// The log of savers (`<lock>_DONE`, empty: none) when the data was
     /// read, `None` if unknown: the write stores only if no save came since.
     fence: Option<Vec<u8>>,
@@ -105,11 +105,13 @@ struct Leased {
     /// Before the call that took the lock was sent (for a hand-over, the
     /// attempt before the BLPOP that brought it): never later than the take.
     taken_at: Instant,
-    /// The log of savers at the read, which a re-take must find unchanged.
-    /// A take (by script: a leased lock is never taken plainly) made the log
-    /// last until its `lock_expire`, one naming the taker where there was
-    /// none; an empty one (a hand-over after a release that saved nothing,
-    /// an older release's take) proves nothing and asks no re-take.
+    /// The log of savers at the read, which a re-take must find unchanged;
+    /// `None` (not known: an older release's hand-over) asks no re-take. A
+    /// take made the log last until its `lock_expire`, and the acquire
+    /// script made one naming the taker where there was none. Where the read
+    /// found none, the log the renewals make, `~<secret>` (see
+    /// [`RENEW_LEASE`]; after a plain take, they also make the log last): a
+    /// holder whose lease lapsed before its first renewal may have none.
     retake_fence: Option<Vec<u8>>,
 }
 
@@ -168,7 +170,7 @@ impl HeldLock {
 
     /// A save's re-take arguments, with a lease: `retake_ms` (see
     /// [`Self::retake_ms`]) and the log of savers at the read.
-    fn retake_args<'a>(&'a self, retake_ms: &'a Option<String>) -> Option<[&'a [u8]; 2]> {
+    fn retake_args<'a>(&'a self, retake_ms: &'a Option<Decimal>) -> Option<[&'a [u8]; 2]> {
         let leased = self.leased.as_ref()?;
         let fence = leased.retake_fence.as_deref().unwrap_or(UNKNOWN_WRITER);
         retake_ms.as_ref().map(|ms| [ms.as_bytes(), fence])
@@ -183,19 +185,20 @@ impl HeldLock {
 
     /// The re-take argument of a save at `now`, with a lease only: what is
     /// left of `lock_expire` in ms, or "0" when no re-take may be asked
-    /// (past `lock_expire`, or no fence or an empty one).
-    fn retake_ms(&self, now: Instant) -> Option<String> {
+    /// (past `lock_expire`, or no fence). None within half a lease of the
+    /// take, when the lease cannot have lapsed (only a failover that lost
+    /// the take, as without a lease): most saves then send what a save
+    /// without a lease sends.
+    fn retake_ms(&self, now: Instant) -> Option<Decimal> {
         let leased = self.leased.as_ref()?;
+        if now.saturating_duration_since(leased.taken_at) < leased.lease / 2 {
+            return None;
+        }
         let lock_expire = leased.lock_expire;
         let left = renewal_ttl(lock_expire, leased.taken_at, lock_expire, now)
-            .filter(|_| {
-                leased
-                    .retake_fence
-                    .as_ref()
-                    .is_some_and(|fence| !fence.is_empty())
-            })
-            .map_or(0, |left| left.as_millis());
-        Some(left.to_string())
+            .filter(|_| leased.retake_fence.is_some())
+            .map_or(0, whole_millis);
+        Some(Decimal::from(left))
     }
 
     /// What the watchdog renews this lock's lease with; `None` without one.
@@ -203,6 +206,7 @@ impl HeldLock {
         let leased = self.leased.as_ref()?;
         Some(watchdog::Watched {
             lock_key: &self.keys.lock,
+            fence: leased.retake_fence.as_deref(),
             secret: self.secret.as_bytes(),
             lease: leased.lease,
             taken_at: leased.taken_at,
@@ -225,9 +229,22 @@ impl HeldLock {
 
     /// Remembers who wrote last when the data was read under this lock.
     fn read_after(&mut self, writer: Option<Vec<u8>>) {
-        self.fence = Some(writer.unwrap_or_default());
+        let writer = writer.unwrap_or_default();
+        if self.leased.is_some() {
+            self.retake_after(Some(writer.clone()));
+        }
+        self.fence = Some(writer);
+    }
+
+    /// With a lease, what a re-take compares the log of savers with: `log`
+    /// as read (`None`: not known), or where there was none, `~<secret>`,
+    /// the log renewals make.
+    fn retake_after(&mut self, log: Option<Vec<u8>>) {
         if let Some(leased) = &mut self.leased {
-            leased.retake_fence.clone_from(&self.fence);
+            leased.retake_fence = log.map(|log| match log.is_empty() {
+                true => [b"~", self.secret.as_bytes()].concat(),
+                false => log,
+            });
         }
     }
 
@@ -238,16 +255,25 @@ impl HeldLock {
 }
 
 /// Calls `call` with [`RENEW_LEASE`], its keys and arguments: a renewal of
-/// `lock`, held with `secret`, for `ttl` (see [`renewal_ttl`]). Its reply is
-/// 1 while the lock is still this holder's.
+/// `lock`, held with `secret`, for `ttl` (see [`renewal_ttl`]); with a
+/// `fence` for a re-take, one that keeps the log of savers that fence for
+/// what is `left` of `lock_expire`. Its reply is 1 while the lock is still
+/// this holder's.
 pub(crate) fn renewal_call<R>(
     lock: &[u8],
     secret: &[u8],
     ttl: Duration,
+    fence: Option<&[u8]>,
+    left: Duration,
     call: impl FnOnce(&LuaScript, &[&[u8]], &[&[u8]]) -> R,
 ) -> R {
     let ttl_ms = Decimal::from(whole_millis(ttl));
-    call(&RENEW_LEASE, &[lock], &[secret, ttl_ms.as_bytes()])
+    let Some(fence) = fence else {
+        return call(&RENEW_LEASE, &[lock], &[secret, ttl_ms.as_bytes()]);
+    };
+    let left_ms = Decimal::from(whole_millis(left));
+    let args = [secret, ttl_ms.as_bytes(), left_ms.as_bytes(), fence];
+    call(&RENEW_LEASE, &[lock, &done_key(lock)], &args)
 }
 
 /// Calls `call` with `args`, followed with a lease by `lease_args` (the
@@ -260,9 +286,19 @@ fn with_lease_args<R, const N: usize>(
 ) -> R {
     match lease_args {
         None => call(args),
-        Some(more) => call(&[args, &more].concat()),
+        Some(more) => {
+            // On the stack: every call of a leased request passes here.
+            let mut all: [&[u8]; MOST_SCRIPT_ARGS] = [&[]; MOST_SCRIPT_ARGS];
+            let len = args.len() + N;
+            all[..args.len()].copy_from_slice(args);
+            all[args.len()..len].copy_from_slice(&more);
+            call(&all[..len])
+        }
     }
 }
+
+/// The most arguments a script of the protocol takes (the acquire script: 12).
+const MOST_SCRIPT_ARGS: usize = 12;
 
 /// The TTL a lease renewed at `now` gets: the lease, cut to what is left of
 /// `lock_expire` since `taken_at`; `None` once nothing (under 1 ms) is left,
@@ -289,16 +325,22 @@ pub enum Acquired {
 
 /// Random bytes from the OS CSPRNG as hex digits.
 fn random_hex<const N: usize>() -> Result<String> {
+    let mut hex = String::with_capacity(2 * N);
+    push_random_hex::<N>(&mut hex)?;
+    Ok(hex)
+}
+
+/// [`random_hex`], appended to `hex`.
+fn push_random_hex<const N: usize>(hex: &mut String) -> Result<()> {
     let mut bytes = [0u8; N];
     getrandom::fill(&mut bytes)
         .map_err(|err| anyhow!("no OS randomness for the lock secret: {err}"))?;
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut hex = String::with_capacity(2 * N);
     for byte in bytes {
         hex.push(char::from(HEX[usize::from(byte >> 4)]));
         hex.push(char::from(HEX[usize::from(byte & 0xf)]));
     }
-    Ok(hex)
+    Ok(())
 }
 
 /// How many random bytes of a secret name the thread that took the lock (the
@@ -319,18 +361,21 @@ thread_local! {
 /// acquire script takes such a lock over at once instead of waiting out its TTL.
 fn new_secret() -> Result<String> {
     let pid = std::process::id();
-    let holder = HOLDER.with(|cell| -> Result<String> {
+    let mut secret = String::with_capacity(32);
+    HOLDER.with(|cell| -> Result<()> {
         let mut holder = cell.borrow_mut();
         match holder.as_ref() {
-            Some((made_in, digits)) if *made_in == pid => Ok(digits.clone()),
+            Some((made_in, digits)) if *made_in == pid => secret.push_str(digits),
             _ => {
                 let digits = random_hex::<HOLDER_BYTES>()?;
-                *holder = Some((pid, digits.clone()));
-                Ok(digits)
+                secret.push_str(&digits);
+                *holder = Some((pid, digits));
             }
         }
+        Ok(())
     })?;
-    Ok(holder + &random_hex::<{ 16 - HOLDER_BYTES }>()?)
+    push_random_hex::<{ 16 - HOLDER_BYTES }>(&mut secret)?;
+    Ok(secret)
 }
 
 /// The longest BLPOP of one wait: `lock_wait_time` within
@@ -345,11 +390,12 @@ fn longest_piece(lock: &LockSettings) -> Duration {
 pub(crate) struct Acquisition {
     held: HeldLock,
     /// The TTL a take gives the lock in ms: the lease, at most `lock_expire`.
-    take_ms: String,
+    take_ms: Decimal,
     /// With a lease, the TTL a hand-over gives this waiter: the lease and
     /// the BLPOP piece in which it learns of it, at most `lock_expire`.
-    handed_ms: Option<String>,
-    refresh_s: String,
+    handed_ms: Option<Decimal>,
+    /// The data's TTL in s a read renews it to, 0: none.
+    refresh_s: Decimal,
     /// `max_waiters`, 0 for no cap, and whether a rejection reads the data.
     max_waiters: u32,
     read_if_rejected: bool,
@@ -407,15 +453,15 @@ impl Acquisition {
         });
         Acquisition {
             wait_list: keys.next(&secret),
-            take_ms: whole_millis(take_ttl).to_string(),
+            take_ms: Decimal::from(whole_millis(take_ttl)),
             handed_ms: lock
                 .lease
-                .map(|lease| whole_millis(handed(lease)).to_string()),
+                .map(|lease| Decimal::from(whole_millis(handed(lease)))),
             held: HeldLock {
                 keys,
                 secret,
                 release: lock.release,
-                expire_ms: whole_millis(lock.ttl).to_string(),
+                expire_ms: Decimal::from(whole_millis(lock.ttl)),
                 fence: None,
                 leased,
                 lifetime: None,
@@ -423,7 +469,7 @@ impl Acquisition {
                 pid: std::process::id(),
                 renewed: false,
             },
-            refresh_s: refresh.map_or(0, whole_seconds).to_string(),
+            refresh_s: Decimal::from(refresh.map_or(0, whole_seconds)),
             max_waiters: lock.max_waiters.unwrap_or(0),
             read_if_rejected: lock.failure_readonly,
             queued: false,
@@ -521,7 +567,7 @@ impl Acquisition {
                 self.held.lifetime = optional_bytes(items.next())?
                     .as_deref()
                     .and_then(Lifetime::decode);
-                self.read(&data, self.refresh_s != "0");
+                self.read(&data, self.refresh_s.as_bytes() != b"0");
                 return Ok(Attempt::Locked(data));
             }
             Some(Reply::Int(2)) => {
@@ -549,10 +595,10 @@ impl Acquisition {
     }
 
     /// The lock taken with plain commands (no script) if it is free: the
-    /// data, or `None` when it is busy or the slot is moving. It needs no
-    /// fence: only a hand-over to a queue entry could give a lock this
+    /// data, or `None` when it is busy or the slot is moving. Its save needs
+    /// no fence: only a hand-over to a queue entry could give a lock this
     /// secret again after a failover undid the take, and this acquisition
-    /// has not queued.
+    /// has not queued. (A re-take does: with a lease the take reads the log.)
     fn lock_and_read(&mut self, store: &mut impl LockStore) -> Result<Option<Option<Vec<u8>>>> {
         let read = store.lock_and_read(&self.plain_take())?;
         Ok(read.map(|read| self.plain_read(read)))
@@ -566,21 +612,15 @@ impl Acquisition {
             secret: held.secret.as_bytes(),
             lock_ms: self.take_ms.as_bytes(),
             data: &held.keys.data,
+            log: held.leased.as_ref().map(|_| held.keys.done()),
         }
     }
 
-    /// Whether the lock may be taken plainly: only without a lease, whose
-    /// re-take needs the log of savers that only a script take can make for
-    /// its take alone (a log made by a take that failed would be a save to
-    /// a holder that read none).
-    pub(crate) fn plain_take_allowed(&self) -> bool {
-        self.held.leased.is_none()
-    }
-
     /// What the plain take read: the session.
-    pub(crate) fn plain_read(&mut self, data: Option<Vec<u8>>) -> Option<Vec<u8>> {
-        self.read(&data, false);
-        data
+    pub(crate) fn plain_read(&mut self, read: PlainRead) -> Option<Vec<u8>> {
+        self.held.retake_after(read.log);
+        self.read(&read.data, false);
+        read.data
     }
 
     /// Blocks up to `timeout` for the lock to be handed to us: the data if it
@@ -614,10 +654,10 @@ impl Acquisition {
         }
         self.queued = false;
         self.held.fence = writer.map(<[u8]>::to_vec);
-        if let Some(leased) = &mut self.held.leased {
-            leased.retake_fence.clone_from(&self.held.fence);
+        if self.held.leased.is_some() {
+            self.held.retake_after(writer.map(<[u8]>::to_vec));
         }
-        self.read(&data, self.refresh_s != "0");
+        self.read(&data, self.refresh_s.as_bytes() != b"0");
         Ok(Some(data))
     }
 
@@ -653,7 +693,7 @@ pub fn acquire_and_read(
 ) -> Result<(Acquired, Duration)> {
     let started = Instant::now();
     let mut acquisition = Acquisition::new(keys, lock, refresh, started)?;
-    if plain_first && acquisition.plain_take_allowed() {
+    if plain_first {
         match acquisition.lock_and_read(store) {
             Ok(Some(data)) => {
                 stats::lock_attempt(true, Duration::ZERO);
@@ -1033,7 +1073,7 @@ mod tests {
         ) -> Result<(Reply, u32)> {
             unreachable!()
         }
-        fn lock_and_read(&mut self, _: &PlainTake) -> Result<Option<Option<Vec<u8>>>> {
+        fn lock_and_read(&mut self, _: &PlainTake) -> Result<Option<PlainRead>> {
             self.plain_tries += 1;
             Ok(None)
         }
@@ -1625,37 +1665,49 @@ mod cluster_tests {
             (Acquired::Locked(held, _), _) => held,
             _ => panic!("the lock should be free"),
         };
-        let first = take(&mut store);
-        let ttl = int(&store, &keys.lock, cmd("PTTL").arg(&keys.lock));
-        assert!(
-            (1..=300).contains(&ttl),
-            "the lease, not lock_expire: {ttl}"
-        );
-        assert!(write(&mut store, &first, b"v1"));
-        // Renewed while it lives, then lapsed: its save takes it again.
-        let held = take(&mut store);
-        let lease = held.lease().unwrap();
-        let renew = |store: &mut ClusterStore| {
-            lease
+        let renew = |store: &mut ClusterStore, held: &HeldLock| {
+            held.lease()
+                .unwrap()
                 .renewal_call(Instant::now(), |script, keys, args| {
                     store.eval(script, keys, args).unwrap()
                 })
                 .unwrap()
         };
-        assert_eq!(renew(&mut store), Reply::Int(1));
-        std::thread::sleep(Duration::from_millis(400));
+        let lapse = || std::thread::sleep(Duration::from_millis(400));
+        // A holder that read no log of savers: nothing proves that nobody
+        // saved since its read until its first renewal makes that log.
+        let unrenewed = take(&mut store);
+        let ttl = int(&store, &keys.lock, cmd("PTTL").arg(&keys.lock));
+        assert!(
+            (1..=300).contains(&ttl),
+            "the lease, not lock_expire: {ttl}"
+        );
+        lapse();
+        assert!(!write(&mut store, &unrenewed, b"v0"));
+        let first = take(&mut store);
+        assert_eq!(renew(&mut store, &first), Reply::Int(1));
+        let log = store.get(keys.done(), None).unwrap();
+        assert_eq!(log, Some(format!("~{}", first.secret).into_bytes()));
+        lapse();
+        assert!(write(&mut store, &first, b"v1"));
+        // Renewed while it lives, then lapsed: its save takes it again,
+        // even where the log it read expired before its first renewal (a
+        // log an older release's save left for its own lock_expire): that
+        // renewal makes it again.
+        let expiring = cmd("PEXPIRE").arg(keys.done()).arg(100).clone();
+        let held = take(&mut store);
+        assert_eq!(int(&store, keys.done(), &expiring), 1);
+        std::thread::sleep(Duration::from_millis(150));
+        assert_eq!(renew(&mut store, &held), Reply::Int(1));
+        lapse();
         assert_eq!(owner(&store, &keys), None);
         assert!(write(&mut store, &held, b"v2"));
         assert_eq!(store.get(&keys.data, None).unwrap(), Some(b"v2".to_vec()));
         // A save since its read: refused, and its renewal touches nothing.
         let stale = take(&mut store);
-        std::thread::sleep(Duration::from_millis(400));
+        lapse();
         let other = take(&mut store);
-        let stale_lease = stale.lease().unwrap();
-        let renewed = stale_lease.renewal_call(Instant::now(), |script, keys, args| {
-            store.eval(script, keys, args).unwrap()
-        });
-        assert_eq!(renewed, Some(Reply::Int(0)));
+        assert_eq!(renew(&mut store, &stale), Reply::Int(0));
         assert!(write(&mut store, &other, b"v3"));
         assert!(!write(&mut store, &stale, b"stale"));
         assert_eq!(store.get(&keys.data, None).unwrap(), Some(b"v3".to_vec()));

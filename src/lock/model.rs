@@ -148,6 +148,8 @@ pub enum Feature {
     LeaseExpired,
     /// A holder whose lease lapsed took its lock again in its save.
     Retake,
+    /// A holder that read no log of savers did so on the one its renewal made.
+    RetakeOnRenewalsLog,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -213,6 +215,12 @@ struct Client {
     /// With a lease, how many saves had applied when it read (see
     /// [`State::saves`]): a re-take is right only if none came since.
     saves_at_read: u32,
+    /// A renewal of the current acquisition's lease succeeded: it made the
+    /// log of savers a re-take compares last, or made one.
+    renewed: bool,
+    /// Until when (server ms) the log of savers lived when the lock was
+    /// taken (`None`: there was none), by its TTL then.
+    log_until: Option<i64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -392,6 +400,7 @@ impl LockModel {
                 self.lock.lease.is_some() && self.crashes > 0,
             ),
             (Feature::Retake, self.lock.lease.is_some()),
+            (Feature::RetakeOnRenewalsLog, self.lock.lease.is_some()),
         ];
         on.into_iter()
             .filter_map(|(feature, on)| on.then_some(feature))
@@ -431,6 +440,10 @@ impl LockModel {
         lock_until: Option<i64>,
     ) {
         client.saves_at_read = state.saves;
+        client.log_until = state
+            .primary
+            .ttl_of(keys().done())
+            .map(|at| at.unwrap_or(i64::MAX));
         client.read_missing = data.is_none();
         client.lock_until = lock_until;
         client.read = Some(counter(data.as_deref()));
@@ -487,9 +500,10 @@ impl LockModel {
                     .total_wait()
                     .map(|total| now + total.as_millis() as i64);
                 client.waited = false;
+                client.renewed = false;
                 client.applied_under_lock = false;
                 client.retried = false;
-                if client.plain_first && client.acquisition_mut().plain_take_allowed() {
+                if client.plain_first {
                     client.phase = Phase::Plain;
                 } else {
                     self.next_attempt(&mut client, now);
@@ -498,6 +512,11 @@ impl LockModel {
                 return;
             }
             Phase::Plain => {
+                // A call sent again after a lost reply took the lock no later
+                // than the first send.
+                if self.lock.lease.is_some() && !client.retried {
+                    client.acquisition_mut().taking_at(|| instant(now));
+                }
                 let mut replies = Vec::new();
                 client
                     .acquisition
@@ -535,7 +554,7 @@ impl LockModel {
                 read_if_busy,
             } => {
                 let wait = Duration::from_millis(queue_ms as u64);
-                if self.lock.lease.is_some() {
+                if self.lock.lease.is_some() && !client.retried {
                     client.acquisition_mut().taking_at(|| instant(now));
                 }
                 let acquisition = client.acquisition.as_ref().unwrap();
@@ -660,14 +679,11 @@ impl LockModel {
                         format!("client {c}'s {op:?} refused while the lock held its secret"),
                     );
                 }
-                // The fence proves nobody saved: every take made it last, and
-                // one naming the taker where there was none.
-                let provable = leased.is_some_and(|leased| {
-                    leased
-                        .retake_fence
-                        .as_ref()
-                        .is_some_and(|fence| !fence.is_empty())
-                });
+                // The fence proves nobody saved: a renewal made the log last
+                // (one naming the holder where there was none), or the
+                // acquire script's take, or the log as read still lives.
+                let provable = leased.is_some_and(|leased| leased.retake_fence.is_some())
+                    && (client.renewed || client.log_until.is_some_and(|at| at > server_now));
                 if !applied
                     && lease_lapsed
                     && within_cap
@@ -682,6 +698,11 @@ impl LockModel {
                 }
                 if applied && lease_lapsed {
                     self.reach(Feature::Retake);
+                    if leased.and_then(|leased| leased.retake_fence.as_deref())
+                        == Some(format!("~{}", held.secret()).as_bytes())
+                    {
+                        self.reach(Feature::RetakeOnRenewalsLog);
+                    }
                 }
                 if applied && self.lock.lease.is_some() {
                     state.saves += 1;
@@ -1034,23 +1055,27 @@ impl LockModel {
     fn renew(&self, state: &mut State, c: usize) {
         let now = state.client_ms(self.tick_ms);
         let k = keys();
-        let before = state.primary.keys.get(&k.lock).cloned();
+        let touched = |server: &Server| {
+            [k.lock.as_slice(), k.done()].map(|key| server.keys.get(key).cloned())
+        };
+        let before = touched(&state.primary);
         let acquisition = state.clients[c].acquisition.clone().unwrap();
         let lease = acquisition.held.lease().unwrap();
         let reply = lease.renewal_call(instant(now), |script, keys, args| {
             self.eval(state, script, keys, args)
         });
-        let after = state.primary.keys.get(&k.lock).cloned();
+        let after = touched(&state.primary);
         let mine = acquisition.held.secret().as_bytes();
         if after != before && lock_owner(&state.primary) != Some(mine) {
             state.fail(
                 Invariant::Safety,
-                format!("client {c}'s renewal changed a lock it does not hold"),
+                format!("client {c}'s renewal changed a lock it does not hold, or its log"),
             );
         }
         if let Some(Some(Reply::Int(1))) = reply {
             self.reach(Feature::Renewal);
             state.clients[c].lock_until = state.primary.ttl_of(&k.lock).flatten();
+            state.clients[c].renewed = true;
         }
     }
 }
@@ -1081,6 +1106,8 @@ impl Model for LockModel {
             applied_as: 0,
             forked: false,
             saves_at_read: 0,
+            renewed: false,
+            log_until: None,
         };
         let mut clients = vec![client.clone(); self.acquisitions.len()];
         // Room for the children forks make: none yet.

@@ -343,7 +343,8 @@ return {0, data, owner, ahead, handed_by or false}",
 /// what `done` held when the data was read ('' for nothing): if another save
 /// came since (a failover can hand a lock back to a holder whose take it
 /// undid), nothing is stored and the lock is released anyway. A fence of '?'
-/// (not known) checks nothing.
+/// (not known) checks nothing. The log `~<secret>` is this holder's own,
+/// which its renewals make where it read none ([`RENEW_LEASE`]): no save.
 pub(crate) static WRITE_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
     r"local data, default_s, lock_ms, fence, life_arg = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
@@ -360,7 +361,8 @@ if owner ~= secret then
     retake_lua!(),
     r" then return 0 end
 end
-local stale = fence ~= '?' and (redis.call('GET', done) or '') ~= fence
+local savers = redis.call('GET', done) or ''
+local stale = fence ~= '?' and savers ~= fence and savers ~= '~' .. secret
 local applied_life = false
 if not stale then
 ",
@@ -475,14 +477,28 @@ pub(crate) static READ_AND_RENEW: LuaScript = LuaScript::new(concat!(
     "return {data, life_value}"
 ));
 
-/// The watchdog's renewal of a lease. KEYS: the lock. ARGV: the holder's
+/// The watchdog's renewal of a lease. KEYS: the lock; the log of savers
+/// `done` when the holder has a fence for a re-take. ARGV: the holder's
 /// secret, the new TTL in ms (the client caps it at what is left of
-/// `lock_expire` and sends nothing past that). Returns 1 if the lock held
-/// the secret and was extended, 0 if not: a lock that lapsed, went to
-/// another holder or was released is never touched.
+/// `lock_expire` and sends nothing past that); with `done`, what is left of
+/// `lock_expire` in ms and the fence. Returns 1 if the lock held the secret
+/// and was extended, 0 if not: a lock that lapsed, went to another holder
+/// or was released is never touched, nor its log. While the lock holds the
+/// secret, the log lasts until `lock_expire`, as the fence a re-take finds
+/// ([`retake_lua`]): where it is gone (expired before the first renewal, or
+/// none was read: the fence is then `~<secret>`) the fence is made again.
+/// Sound because the lock held this secret since the read (only the
+/// holder's re-take, which ends its hold, could give it the secret again):
+/// nobody saved since, so the fence still tells who saved last, and a
+/// holder that read no log is about only with a lock it lost to this one.
+/// (A plain take, which runs no script, leaves this to the renewals.)
 pub(crate) static RENEW_LEASE: LuaScript = LuaScript::new(
     r"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if KEYS[2] and redis.call('PEXPIRE', KEYS[2], ARGV[3], 'GT') == 0
+  and redis.call('EXISTS', KEYS[2]) == 0 then
+  redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[3])
+end
 return 1",
 );
 
