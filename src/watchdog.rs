@@ -831,6 +831,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_lock_name_keeps_its_key_secret_and_fence_apart() {
+        for fence in [None, Some(&b""[..]), Some(b"~s")] {
+            let name = LockName::new(&Watched {
+                lock_key: b"{s}_LOCK",
+                fence,
+                secret: b"secret",
+                lease: Duration::from_secs(1),
+                taken_at: Instant::now(),
+                lock_expire: Duration::from_secs(30),
+            });
+            assert_eq!(name.lock_key(), b"{s}_LOCK");
+            assert_eq!(name.secret(), b"secret");
+            assert_eq!(name.fence(), fence);
+        }
+    }
+
+    #[test]
     fn failed_renewals_back_off_past_the_lease_and_stop_a_lease_after_it() {
         let lease = Duration::from_millis(900);
         let now = Instant::now();
