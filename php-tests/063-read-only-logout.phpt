@@ -19,9 +19,18 @@ $read_only = rcs_locking(['redis.session.lock_retries' => '2', 'redis.session.lo
     'redis.session.lock_failure_readonly' => '1']);
 echo rcs_php("session_id('$sid'); session_start(); var_dump(session_destroy());", $read_only);
 echo rcs_php("session_id('$sid'); session_start(); var_dump(session_regenerate_id(true));", $read_only);
+// Nothing changed: nothing to refuse. An empty session too, which PHP
+// writes without comparing it with what was read.
+echo rcs_php("session_id('$sid'); session_start(); var_dump(session_write_close());", $read_only);
+echo rcs_php("session_id('$sid'); session_start(); \$_SESSION = []; var_dump(session_write_close());", $read_only);
+$empty = 'roempty' . bin2hex(random_bytes(6));
+$empty_holder = rcs_spawn(rcs_holder_code($empty, $go, 'holder'), rcs_locking());
+rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($empty)) === 1);
+echo rcs_php("session_id('$empty'); session_start(); var_dump(session_write_close());", $read_only);
 echo 'still there under the holder: ', rcs_cmd('EXISTS', $key($sid)), ', lifetime ', $lifetime($sid), "\n";
 touch($go);
 echo rcs_wait($holder);
+echo rcs_wait($empty_holder);
 echo 'after the holder wrote: ', rcs_cmd('GET', $key($sid)), ', lifetime ', $lifetime($sid), "\n";
 
 echo "== a fatal error inside session_regenerate_id()\n";
@@ -68,7 +77,22 @@ Warning: session_regenerate_id(): Unable to destroy session: session lock not he
 
 Warning: session_regenerate_id(): Session object destruction failed. ID: rediscluster (path: %s) in %s on line %d
 bool(false)
+
+Warning: session_start(): Failed to acquire session lock, session will be read only in %s on line %d
+bool(true)
+
+Warning: session_start(): Failed to acquire session lock, session will be read only in %s on line %d
+
+Warning: session_write_close(): Unable to write session: session lock not held in %s on line %d
+
+Warning: session_write_close(): Failed to write session data %s
+bool(%s)
+
+Warning: session_start(): Failed to acquire session lock, session will be read only in %s on line %d
+bool(true)
 still there under the holder: 1, lifetime 'S2592000'
+bool(true)
+bool(true)
 bool(true)
 bool(true)
 after the holder wrote: user|s:5:"alice";v|s:6:"holder";, lifetime 'S2592000'

@@ -34,6 +34,10 @@ pub struct SessionHandler<S> {
     settings: Settings,
     /// The last read found no data key, so an early refresh refreshed nothing.
     key_missing: bool,
+    /// What the last read served read only (`failover=error`, or a lock it
+    /// could not get with `lock_failure_readonly`): a write of the same data
+    /// changes nothing and is not refused.
+    read_only_data: Option<Vec<u8>>,
     /// The session lock, from the read until it is released.
     lock: Option<HeldLock>,
     /// A read `validate_sid` had to make elsewhere, for `read` to serve.
@@ -209,6 +213,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
             prefix: prefix.into(),
             settings,
             key_missing: false,
+            read_only_data: None,
             lock: None,
             fallback_read: None,
             ini,
@@ -255,10 +260,13 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
             },
         };
         self.key_missing = data.is_none();
-        Ok(self
+        let data = self
             .settings
             .compression
-            .decompress(data.unwrap_or_default()))
+            .decompress(data.unwrap_or_default());
+        let lock_not_held = self.settings.lock.is_some() && self.lock.is_none();
+        self.read_only_data = (self.read_only() || lock_not_held).then(|| data.clone());
+        Ok(data)
     }
 
     /// `failover=error`: when `err` says the primary could not serve `key`,
@@ -409,6 +417,11 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     /// atomically, and the lock is released in the same call: PHP always
     /// closes right after its final write.
     pub fn write(&mut self, sid: &[u8], data: &[u8]) -> Result<()> {
+        // PHP writes an empty session without comparing it with the read
+        // (lazy_write compares only a non-empty one).
+        if self.read_only_data.as_deref() == Some(data) {
+            return Ok(());
+        }
         if self.read_only() {
             return Err(read_only_refusal("write session"));
         }

@@ -25,6 +25,8 @@ pub struct Request {
     /// leaves in `carried` what the new id takes over.
     regenerating: bool,
     carried: Option<Change>,
+    /// A session was read since `session_regenerate_id()` started: the new id's.
+    read_while_regenerating: bool,
     /// The session opened last is served read only (`failover=error`).
     read_only: bool,
     /// The worker's last lock acquisition had to wait: its next one queues
@@ -71,6 +73,7 @@ impl Request {
     /// what the old one carried; the same id read again (`session_reset()`,
     /// a second `session_start()`) keeps what was asked for it.
     pub fn read(&mut self, sid: &[u8], read: Read) {
+        self.read_while_regenerating = self.regenerating;
         let carried = self.carried.take();
         let same = self.session.take().filter(|session| session.sid == sid);
         let (stored, left_over, no_lifetime) = match read {
@@ -154,10 +157,18 @@ impl Request {
         }
     }
 
-    /// `session_regenerate_id()` starts (`true`) or returns (`false`).
+    /// `session_regenerate_id()` starts (`true`) or returns (`false`). One
+    /// that failed before the new id's read (its old id's save or destroy
+    /// failed, or the new id's open) closed the old id without saving it:
+    /// what was asked for it goes, as after any such close.
     pub fn regenerating(&mut self, running: bool) {
+        let failed = self.regenerating && !running && !self.read_while_regenerating;
         self.regenerating = running;
+        self.read_while_regenerating = false;
         self.carried = None;
+        if failed {
+            self.closed();
+        }
     }
 
     pub fn set_read_only(&mut self, read_only: bool) {
@@ -275,6 +286,20 @@ mod tests {
         });
         // Asked for, the old id destroyed before it was saved.
         regenerated(true, &|request| request.destroyed(b"a", None));
+    }
+
+    #[test]
+    fn a_failed_regenerate_drops_what_it_did_not_save() {
+        // The old id's save failed (its lock was lost): PHP closes it and
+        // returns false; the session started again does not inherit the month.
+        let mut request = Request::default();
+        request.read(b"a", writable(None));
+        request.set_lifetime(Change::Set(MONTH)).unwrap();
+        request.regenerating(true);
+        request.closed();
+        request.regenerating(false);
+        request.read(b"a", writable(None));
+        assert_eq!(request.change(b"a"), Change::Keep);
     }
 
     #[test]
