@@ -18,7 +18,7 @@
 //! replaces the file whole (`rename`), so a reader never sees half of one.
 
 use std::fmt::Write as _;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
@@ -36,6 +36,21 @@ const SHARED_MEMORY: &str = "/dev/shm";
 const HEADER: &str = "rediscluster_session slot map 1";
 /// A map of 16384 single-slot ranges with two replicas each fits.
 const MAX_BYTES: u64 = 4 << 20;
+/// open(2) flags (Linux): a FIFO where the map belongs opens at once
+/// instead of waiting for a writer forever, and a symlink is not followed.
+const O_NONBLOCK: i32 = 0o4000;
+#[cfg(any(
+    target_arch = "aarch64",
+    target_arch = "arm",
+    target_arch = "powerpc64"
+))]
+const O_NOFOLLOW: i32 = 0o100000;
+#[cfg(not(any(
+    target_arch = "aarch64",
+    target_arch = "arm",
+    target_arch = "powerpc64"
+)))]
+const O_NOFOLLOW: i32 = 0o400000;
 /// How often a worker looks for a map another one fetched.
 pub const CHECK_INTERVAL: Duration = Duration::from_secs(1);
 /// A map fetched longer ago is not taken: a worker that starts then asks a
@@ -104,7 +119,11 @@ impl SharedMap {
         if !self.directory_is_private() {
             return None;
         }
-        let file = File::open(&self.path).ok()?;
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(O_NONBLOCK | O_NOFOLLOW)
+            .open(&self.path)
+            .ok()?;
         let meta = file.metadata().ok()?;
         let stamp = (meta.ino(), meta.ctime(), meta.ctime_nsec(), meta.len());
         if self.seen == Some(stamp) {
@@ -391,5 +410,22 @@ mod tests {
         fs::set_permissions(&writer.path, fs::Permissions::from_mode(0o644)).unwrap();
         assert!(reader.newer(0, MAX_AGE).is_none());
         fs::remove_file(&writer.path).unwrap();
+        // A FIFO or a symlink where the map belongs: ignored, at once (a
+        // FIFO's open used to wait for a writer forever).
+        let fifo = std::process::Command::new("mkfifo")
+            .arg(&writer.path)
+            .status();
+        assert!(fifo.unwrap().success());
+        let started = Instant::now();
+        assert!(reader.newer(0, MAX_AGE).is_none());
+        assert!(started.elapsed() < Duration::from_secs(5));
+        fs::remove_file(&writer.path).unwrap();
+        let elsewhere = writer.path.with_extension("elsewhere");
+        writer.publish(&map(), now);
+        fs::rename(&writer.path, &elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &writer.path).unwrap();
+        assert!(reader.newer(0, MAX_AGE).is_none());
+        fs::remove_file(&writer.path).unwrap();
+        fs::remove_file(&elsewhere).unwrap();
     }
 }
