@@ -30,6 +30,8 @@
  * - lease_renewals, lease_renewal_failures: lock leases the watchdog renewed, and
  *   renewals that failed (retried while the lease lasted); locks_lost_to_expiry:
  *   renewals that found another holder or none (rediscluster_session.lock_lease_ms).
+ * - shared_slot_map_refused: 1 when this process shared no slot map because the
+ *   shared map's directory in /dev/shm was not its user's own and private.
  *
  * @return array{
  *     locks_acquired: int,
@@ -47,7 +49,8 @@
  *     errors: array{io: int, timeout: int, cluster: int, auth: int, tls: int, oom: int, server: int},
  *     lease_renewals: int,
  *     lease_renewal_failures: int,
- *     locks_lost_to_expiry: int
+ *     locks_lost_to_expiry: int,
+ *     shared_slot_map_refused: int
  * }
  */
 function rediscluster_session_stats(): array {}

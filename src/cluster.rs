@@ -1020,6 +1020,7 @@ pub fn is_transient(err: &RedisError) -> bool {
 mod fallback;
 mod shared_map;
 pub use crate::stats::ReadFrom;
+pub use shared_map::refusal_to_tell as shared_map_refusal_to_tell;
 #[cfg(test)]
 mod server_replies;
 

@@ -162,6 +162,7 @@ struct Counters {
     lease_renewals: AtomicU64,
     lease_renewal_failures: AtomicU64,
     locks_lost_to_expiry: AtomicU64,
+    shared_slot_map_refused: AtomicU64,
 }
 
 impl Counters {
@@ -186,6 +187,7 @@ impl Counters {
             lease_renewals: AtomicU64::new(0),
             lease_renewal_failures: AtomicU64::new(0),
             locks_lost_to_expiry: AtomicU64::new(0),
+            shared_slot_map_refused: AtomicU64::new(0),
         }
     }
 }
@@ -405,6 +407,12 @@ pub fn lease_lost() {
     bump(|c| &c.locks_lost_to_expiry);
 }
 
+/// A process found the shared slot map's directory not its user's own and
+/// private: it shares no map (counted once per process).
+pub fn shared_slot_map_refused() {
+    bump(|c| &c.shared_slot_map_refused);
+}
+
 pub enum Stat {
     Count(u64),
     Group(Vec<(&'static str, u64)>),
@@ -477,6 +485,7 @@ pub fn snapshot() -> Vec<(&'static str, Stat)> {
         ("lease_renewals", count(&c.lease_renewals)),
         ("lease_renewal_failures", count(&c.lease_renewal_failures)),
         ("locks_lost_to_expiry", count(&c.locks_lost_to_expiry)),
+        ("shared_slot_map_refused", count(&c.shared_slot_map_refused)),
     ]
 }
 
@@ -495,7 +504,7 @@ pub fn prometheus_text() -> String {
         }
     };
     let one = |value: u64| [(String::new(), value as f64)];
-    let plain: [(&str, &str, &AtomicU64); 9] = [
+    let plain: [(&str, &str, &AtomicU64); 10] = [
         ("requests_total", "Sessions opened.", &c.requests),
         (
             "locks_acquired_total",
@@ -536,6 +545,11 @@ pub fn prometheus_text() -> String {
             "locks_lost_to_expiry_total",
             "Locks whose renewal found another holder or none: the lease had run out while the request ran.",
             &c.locks_lost_to_expiry,
+        ),
+        (
+            "shared_slot_map_refused_total",
+            "Processes that shared no slot map: the shared map's directory in /dev/shm was not their user's own and private.",
+            &c.shared_slot_map_refused,
         ),
     ];
     for (name, help, counter) in plain {

@@ -22,7 +22,8 @@ use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ring::digest::{Context, SHA256};
@@ -30,6 +31,7 @@ use ring::digest::{Context, SHA256};
 use super::{SlotMap, SlotRange};
 use crate::config::{ConnectionConfig, NodeAddr};
 use crate::keys::SLOT_COUNT;
+use crate::stats;
 
 const SHARED_MEMORY: &str = "/dev/shm";
 /// The format's first line; another version is ignored.
@@ -51,6 +53,11 @@ const O_NOFOLLOW: i32 = 0o100000;
     target_arch = "powerpc64"
 )))]
 const O_NOFOLLOW: i32 = 0o400000;
+/// The most maps a directory keeps (one per cluster and credentials): a
+/// writer removes the oldest past that, and any older than [`MAX_AGE`].
+const MAX_FILES: usize = 32;
+/// A temporary file this old was left by a writer that died.
+const ABANDONED: Duration = Duration::from_secs(60);
 /// How often a worker looks for a map another one fetched.
 pub const CHECK_INTERVAL: Duration = Duration::from_secs(1);
 /// A map fetched longer ago is not taken: a worker that starts then asks a
@@ -95,11 +102,27 @@ impl SharedMap {
 
     /// Whether the directory is this user's own and private. Checked before
     /// every use: a name in `/dev/shm` anyone may take first (then nothing is
-    /// shared), and the sticky bit keeps others from replacing it once it is ours.
+    /// shared, which [`refusal_to_tell`] and a counter say once per process),
+    /// and the sticky bit keeps others from replacing it once it is ours.
     fn directory_is_private(&self) -> bool {
-        fs::symlink_metadata(&self.directory).is_ok_and(|meta| {
-            meta.file_type().is_dir() && meta.uid() == self.uid && meta.mode() & 0o077 == 0
-        })
+        let Ok(meta) = fs::symlink_metadata(&self.directory) else {
+            return false;
+        };
+        let private =
+            meta.file_type().is_dir() && meta.uid() == self.uid && meta.mode() & 0o077 == 0;
+        if !private && REFUSAL.get().is_none() {
+            let refusal = format!(
+                "rediscluster_session: {} is not this user's own private directory (owner uid {}, mode {:o}, uid {}): workers share no slot map; remove it",
+                self.directory.display(),
+                meta.uid(),
+                meta.mode() & 0o7777,
+                self.uid
+            );
+            if REFUSAL.set(refusal).is_ok() {
+                stats::shared_slot_map_refused();
+            }
+        }
+        private
     }
 
     /// Whether it is time to look at the file again (at most once per
@@ -172,6 +195,53 @@ impl SharedMap {
             .and_then(|()| fs::rename(&temporary, &self.path));
         if written.is_err() {
             let _ = fs::remove_file(&temporary);
+        }
+        prune(&self.directory, self.uid);
+    }
+}
+
+/// Why this process shares no slot map, once: for the PHP log.
+static REFUSAL: OnceLock<String> = OnceLock::new();
+static REFUSAL_TOLD: AtomicBool = AtomicBool::new(false);
+
+/// The first time it is asked after a process found the shared map's
+/// directory taken by another user (or open to others), what to log.
+pub fn refusal_to_tell() -> Option<&'static str> {
+    let refusal = REFUSAL.get()?;
+    (!REFUSAL_TOLD.swap(true, Relaxed)).then_some(refusal.as_str())
+}
+
+/// Bounds a directory of maps: a map older than [`MAX_AGE`] is never taken,
+/// a temporary file older than [`ABANDONED`] was left by a writer that died,
+/// and past [`MAX_FILES`] maps the oldest go. Only this user's files.
+fn prune(directory: &std::path::Path, uid: u32) {
+    let Ok(entries) = fs::read_dir(directory) else {
+        return;
+    };
+    let now = SystemTime::now();
+    let mut maps = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(meta) = entry.metadata() else { continue };
+        let age = meta
+            .modified()
+            .ok()
+            .and_then(|at| now.duration_since(at).ok())
+            .unwrap_or_default();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if !meta.file_type().is_file() || meta.uid() != uid {
+            continue;
+        }
+        if name.ends_with(".tmp") && age > ABANDONED || name.ends_with(".slots") && age > MAX_AGE {
+            let _ = fs::remove_file(entry.path());
+        } else if name.ends_with(".slots") {
+            maps.push((age, entry.path()));
+        }
+    }
+    if maps.len() > MAX_FILES {
+        maps.sort_unstable_by_key(|(age, _)| std::cmp::Reverse(*age));
+        for (_, path) in &maps[..maps.len() - MAX_FILES] {
+            let _ = fs::remove_file(path);
         }
     }
 }
@@ -297,6 +367,7 @@ fn parse(text: &str, identity: &str) -> Option<(SlotMap, u64)> {
 
 #[cfg(test)]
 mod tests {
+    use std::fs::File;
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
@@ -351,6 +422,69 @@ mod tests {
                 (r.start, r.end, r.primary.port, replicas)
             })
             .collect()
+    }
+
+    /// A directory of its own for a test, under the system's temporary one.
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("rcs-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_directory_others_may_read_turns_sharing_off_and_says_so_once() {
+        let mut shared = SharedMap::new(&config("refused"));
+        shared.directory = scratch("refused");
+        shared.path = shared.directory.join("map.slots");
+        fs::set_permissions(&shared.directory, fs::Permissions::from_mode(0o755)).unwrap();
+        let before = stats::snapshot();
+        shared.publish(&map(), unix_ms());
+        assert!(!shared.path.exists(), "nothing shared");
+        let told = refusal_to_tell().expect("said");
+        assert!(
+            told.contains("not this user's own private directory"),
+            "{told}"
+        );
+        assert!(told.contains("mode 755"), "{told}");
+        assert_eq!(refusal_to_tell(), None, "once");
+        let refused = |snapshot: &[(&str, stats::Stat)]| match snapshot
+            .iter()
+            .find(|(name, _)| *name == "shared_slot_map_refused")
+        {
+            Some((_, stats::Stat::Count(n))) => *n,
+            _ => panic!("no counter"),
+        };
+        assert_eq!(refused(&stats::snapshot()), refused(&before) + 1);
+        fs::remove_dir_all(&shared.directory).unwrap();
+    }
+
+    #[test]
+    fn a_directory_keeps_recent_maps_only_and_a_bounded_number() {
+        let dir = scratch("prune");
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let uid = unsafe { geteuid() };
+        let now = SystemTime::now();
+        let file = |name: &str, age: Duration| {
+            let path = dir.join(name);
+            let file = File::create(&path).unwrap();
+            file.set_modified(now - age).unwrap();
+            path
+        };
+        let old_map = file("old.slots", MAX_AGE + Duration::from_secs(1));
+        let abandoned = file("a.1-0.tmp", ABANDONED + Duration::from_secs(1));
+        let writing = file("a.2-0.tmp", Duration::ZERO);
+        let other = file("notes.txt", MAX_AGE * 2);
+        let maps: Vec<PathBuf> = (0..MAX_FILES + 3)
+            .map(|i| file(&format!("{i}.slots"), Duration::from_secs(i as u64)))
+            .collect();
+        prune(&dir, uid);
+        assert!(!old_map.exists() && !abandoned.exists());
+        assert!(writing.exists() && other.exists());
+        let kept: Vec<bool> = maps.iter().map(|path| path.exists()).collect();
+        assert_eq!(kept[..MAX_FILES], vec![true; MAX_FILES], "the newest stay");
+        assert_eq!(kept[MAX_FILES..], vec![false; 3], "the oldest go");
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

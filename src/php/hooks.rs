@@ -158,6 +158,7 @@ pub unsafe extern "C" fn open(
             .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy())
             .unwrap_or_default();
         metrics::log_if_loaded_after_fork();
+        metrics::log_shared_map_refusal();
         crate::request::with(|request| request.set_read_only(false));
         let mut handler = Handler::open(&save_path, &PhpIni)?;
         stats::request();
@@ -179,6 +180,8 @@ pub unsafe extern "C" fn open(
 
 pub unsafe extern "C" fn close(mod_data: ModData) -> zend_result {
     guard("close", FAILURE, || {
+        // Found in this request's session, if at all: said before it ends.
+        metrics::log_shared_map_refusal();
         // SAFETY: take ownership back from the slot, leaving it NULL.
         let slot = unsafe { std::mem::replace(&mut *mod_data, null_mut()) };
         if slot.is_null() {

@@ -54,6 +54,17 @@ pub fn log_if_loaded_after_fork() {
     }
 }
 
+/// Logs, once per process, that its workers share no slot map (see
+/// [`crate::cluster::shared_map_refusal_to_tell`]).
+pub fn log_shared_map_refusal() {
+    if let Some(refusal) = crate::cluster::shared_map_refusal_to_tell() {
+        const LOG_WARNING: i32 = 4;
+        let text = std::ffi::CString::new(refusal).unwrap_or_default();
+        // SAFETY: a NUL-terminated message; PHP only reads it.
+        unsafe { php_log_err_with_severity(text.as_ptr(), LOG_WARNING) };
+    }
+}
+
 /// SAPIs that start the extension once and fork their workers after.
 fn forking_sapi() -> bool {
     // SAFETY: PHP's SAPI table, read on PHP's thread; the name is a C string.
