@@ -20,6 +20,20 @@ $out = rcs_php("$collect session_id('acl1'); var_dump(session_start()); \$_SESSI
 echo $out;
 $shown .= $out;
 
+// AUTH goes out with the first command of each connection, in one write
+// (it had a packet of its own). The trace holds the password: it goes at once.
+$trace = tempnam(sys_get_temp_dir(), 'rcs-trace');
+$script = tempnam(sys_get_temp_dir(), 'rcs') . '.php';
+file_put_contents($script, "<?php session_id('acl1'); session_start(); session_write_close();");
+$cmd = ['strace', '-f', '-qq', '-e', 'trace=sendto,write,sendmsg', '-s', '512', '-o', $trace,
+    ...rcs_php_command(rcs_session_ini(['session.save_path' => $auth($password)])), $script];
+proc_close(proc_open($cmd, [1 => ['file', '/dev/null', 'w'], 2 => ['file', '/dev/null', 'w']], $pipes));
+$auths = preg_grep('/AUTH/', file($trace));
+$alone = array_filter($auths, fn($line) => !str_contains(substr($line, strpos($line, 'AUTH')), '\r\n*'));
+unlink($trace);
+unlink($script);
+echo 'writes with AUTH: ', count($auths) > 0 ? 'some' : 'none', ', AUTH alone in one: ', count($alone), "\n";
+
 // A wrong password fails at once with a warning (it is not retried like an
 // outage); then session_save_path() and a later session_start() with a good
 // save_path in the same process.
@@ -76,6 +90,7 @@ foreach (rcs_seeds() as [$host, $port]) Resp::send("$host:$port", ['ACL', 'DELUS
 --EXPECTF--
 bool(true)
 int(1)
+writes with AUTH: some, AUTH alone in one: 0
 wrong password: warned
 within 1.5 s: true
 save_path masked

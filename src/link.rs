@@ -386,10 +386,11 @@ impl Link {
             deadline: window.end(),
             now: Some(window.now),
         };
-        if let Some(auth) = &auth {
-            stream.write_all(auth)?;
+        // AUTH and the first commands in one write: one packet, not two.
+        match &auth {
+            Some(auth) => stream.write_all(&[auth, packed].concat())?,
+            None => stream.write_all(packed)?,
         }
-        stream.write_all(packed)?;
         stream.flush()?;
         self.auth_unread = auth.is_some();
         Ok(())
