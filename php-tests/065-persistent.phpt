@@ -1,5 +1,5 @@
 --TEST--
-persistent=0 as phpredis means it: a worker (php -S, several requests in one process) closes its connections at each request's end, after the session's final write and release, and keeps its slot map (no CLUSTER SLOTS after the first request); absent (or persistent=1) keeps them for the worker's life, as before
+persistent=0 as phpredis means it: a worker (php -S, several requests in one process) closes its connections at the session's close and at each request's end, after the session's final write and release, and keeps its slot map (no CLUSTER SLOTS after the first request); absent (or persistent=1) keeps them for the worker's life, as before
 --SKIPIF--
 <?php if (!function_exists('proc_open')) die('skip proc_open'); ?>
 --FILE--
@@ -36,6 +36,21 @@ foreach (['0' => 'persistent=0', '' => 'persistent absent', '1' => 'persistent=1
     proc_terminate($proc);
     proc_close($proc);
 }
+echo "== a long request after its session closed\n";
+// phpredis frees its connection at the session's close: persistent=0 holds
+// none while the rest of the request runs; persistent=1 keeps them.
+foreach (['0', '1'] as $value) {
+    $path = rcs_save_path('prefix=' . urlencode(rcs_prefix()) . "&persistent=$value");
+    $child = rcs_spawn("session_id('longafter'); session_start(); \$_SESSION['n'] = 1; session_write_close();"
+        . " while (ob_get_level()) ob_end_flush(); echo 'closed', PHP_EOL; fgets(STDIN);",
+        rcs_locking(['session.save_path' => $path]));
+    fgets($child[1]);
+    $pid = proc_get_status($child[0])['pid'];
+    $none = $value === '0' ? rcs_wait_until(fn() => rcs_connections_of($pid) === 0) : rcs_connections_of($pid) === 0;
+    echo "persistent=$value: connections while the request goes on: ", $none ? 'none' : 'kept', "\n";
+    fwrite($child[3], "go\n");
+    rcs_wait($child);
+}
 array_map('unlink', glob("$dir/*"));
 rmdir($dir);
 ?>
@@ -58,3 +73,6 @@ request 2: n=2, worker connections after it: kept
 request 3: n=3, worker connections after it: kept
 slot maps fetched by requests 2 and 3: 0
 connections opened by requests 2 and 3: 0
+== a long request after its session closed
+persistent=0: connections while the request goes on: none
+persistent=1: connections while the request goes on: kept

@@ -692,9 +692,11 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
             return Ok(());
         }
         self.store.start_budget(false);
-        match self.lock.take() {
+        let released = match self.lock.take() {
             Some(held) => lock::release(&mut self.store, &held).map(drop),
             None => Ok(()),
-        }
+        };
+        self.store.session_closed();
+        released
     }
 }

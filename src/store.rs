@@ -59,6 +59,10 @@ pub trait SessionStore {
     /// it ([`fallback_reserve`]) to [`Self::read_fallback`], give up at once on
     /// `CLUSTERDOWN` or a refused primary, and fail with [`PrimaryUnreachable`].
     fn start_budget(&mut self, may_fall_back: bool);
+    /// The session closed: with `persistent=0` its connections close too
+    /// (the slot map stays), as phpredis frees its connection at the
+    /// session's close, so that a long request after it holds none.
+    fn session_closed(&mut self) {}
     /// GET of `key` where a request its primary could not serve can still be
     /// answered: the primary when it answered (`primary_answered`, a
     /// `CLUSTERDOWN`), else a replica of the slot whose link to the primary
@@ -283,14 +287,18 @@ impl ClusterStore {
         self.config.connect_timeout + self.config.read_timeout
     }
 
+    /// Where this thread's cluster for the config is in `clusters`.
+    fn position(&self, clusters: &[Cluster]) -> Option<usize> {
+        clusters
+            .iter()
+            .position(|c| Rc::ptr_eq(c.config(), &self.config) || *c.config() == self.config)
+    }
+
     /// Runs `f` on this thread's cluster for the config, made on first use.
     fn with_cluster<T>(&self, f: impl FnOnce(&mut Cluster) -> T) -> T {
         CLUSTERS.with(|cell| {
             let mut clusters = cell.borrow_mut();
-            let index = match clusters
-                .iter()
-                .position(|c| Rc::ptr_eq(c.config(), &self.config) || *c.config() == self.config)
-            {
+            let index = match self.position(&clusters) {
                 Some(index) => index,
                 None => {
                     if clusters.len() >= MAX_CLUSTERS {
@@ -593,6 +601,17 @@ fn set_command(key: &[u8], value: &[u8], ttl: Duration) -> Vec<u8> {
 }
 
 impl SessionStore for ClusterStore {
+    fn session_closed(&mut self) {
+        if !self.config.persistent {
+            CLUSTERS.with(|cell| {
+                let mut clusters = cell.borrow_mut();
+                if let Some(index) = self.position(&clusters) {
+                    clusters[index].close_connections();
+                }
+            });
+        }
+    }
+
     fn start_budget(&mut self, may_fall_back: bool) {
         self.deadline.set(Some(Instant::now() + self.budget()));
         self.fallback_reserve = may_fall_back.then(|| fallback_reserve(self.config.read_timeout));

@@ -211,10 +211,15 @@ function rcs_serve(string $dir, array $ini): array {
 
 /** The TCP connections process $pid holds to the cluster's nodes, as its own sockets show them. */
 function rcs_connections_of(int $pid): int {
-    $inodes = [];
-    foreach (glob("/proc/$pid/fd/*") as $fd) {
-        if (preg_match('/^socket:\[(\d+)\]$/', (string)@readlink($fd), $m)) $inodes[$m[1]] = true;
-    }
+    $sockets = function (int $pid): array {
+        $inodes = [];
+        foreach (glob("/proc/$pid/fd/*") as $fd) {
+            if (preg_match('/^socket:\[(\d+)\]$/', (string)@readlink($fd), $m)) $inodes[$m[1]] = true;
+        }
+        return $inodes;
+    };
+    // A child inherits this test's own connections (rcs_cmd's): not the extension's.
+    $inodes = array_diff_key($sockets($pid), $sockets(getmypid()));
     $node_ports = array_map(fn($seed) => sprintf('%04X', $seed[1]), rcs_seeds());
     $count = 0;
     foreach (['/proc/net/tcp', '/proc/net/tcp6'] as $table) {
