@@ -115,7 +115,8 @@ pub trait SessionStore {
 /// The plain take of a free lock, one pipeline with no script: `SET lock
 /// secret NX PX` and GET of `data` (never GETEX: a session's own lifetime,
 /// unknown here, sets its TTL, so the save renews it). With a lease (`log`:
-/// the log of savers) it also reads the log, the fence of a re-take; the
+/// the log of savers) it also reads the log's head, the fence of a re-take
+/// (`GETRANGE` of its first [`LOG_HEAD_BYTES`]: a whole log is 8 secrets); the
 /// lease's renewals make it last, or make one (only while the lock is ours:
 /// to a holder that read no log, a log made by a take that failed would
 /// read as a save). One list of commands for the store and the models.
@@ -132,9 +133,15 @@ pub struct PlainTake<'a> {
 pub struct PlainRead {
     /// The session; `None`: missing.
     pub data: Option<Vec<u8>>,
-    /// With a lease, the log of savers (empty: none).
+    /// With a lease, the start of the log of savers (empty: none).
     pub log: Option<Vec<u8>>,
 }
+
+/// How much of the log of savers a leased plain take reads: more than its
+/// newest entry, all a re-take compares (see [`crate::lock`]'s `log_head`).
+pub const LOG_HEAD_BYTES: usize = 64;
+/// GETRANGE's last offset for [`LOG_HEAD_BYTES`].
+pub(crate) const LOG_HEAD_LAST: &[u8] = b"63";
 
 impl PlainTake<'_> {
     /// How many replies the pipeline gets.
@@ -147,7 +154,7 @@ impl PlainTake<'_> {
         command(&[b"SET", self.lock, self.secret, b"NX", b"PX", self.lock_ms]);
         command(&[b"GET", self.data]);
         if let Some(log) = self.log {
-            command(&[b"GET", log]);
+            command(&[b"GETRANGE", log, b"0", LOG_HEAD_LAST]);
         }
     }
 

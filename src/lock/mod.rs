@@ -185,15 +185,12 @@ impl HeldLock {
 
     /// The re-take argument of a save at `now`, with a lease only: what is
     /// left of `lock_expire` in ms, or "0" when no re-take may be asked
-    /// (past `lock_expire`, or no fence). None within half a lease of the
-    /// take, when the lease cannot have lapsed (only a failover that lost
-    /// the take, as without a lease): most saves then send what a save
-    /// without a lease sends.
+    /// (past `lock_expire`, or no fence). Sent with every save, however
+    /// soon after the take: a primary that stalls longer than the lease
+    /// runs the save after its lock expired (a review found a save sent
+    /// within half a lease, without it, refused that way).
     fn retake_ms(&self, now: Instant) -> Option<Decimal> {
         let leased = self.leased.as_ref()?;
-        if now.saturating_duration_since(leased.taken_at) < leased.lease / 2 {
-            return None;
-        }
         let lock_expire = leased.lock_expire;
         let left = renewal_ttl(lock_expire, leased.taken_at, lock_expire, now)
             .filter(|_| leased.retake_fence.is_some())
@@ -236,14 +233,14 @@ impl HeldLock {
         self.fence = Some(writer);
     }
 
-    /// With a lease, what a re-take compares the log of savers with: `log`
-    /// as read (`None`: not known), or where there was none, `~<secret>`,
-    /// the log renewals make.
+    /// With a lease, what a re-take compares the log of savers with: the
+    /// newest entry of `log` as read (`None`: not known), or where there was
+    /// none, `~<secret>`, the log renewals make.
     fn retake_after(&mut self, log: Option<Vec<u8>>) {
         if let Some(leased) = &mut self.leased {
-            leased.retake_fence = log.map(|log| match log.is_empty() {
-                true => [b"~", self.secret.as_bytes()].concat(),
-                false => log,
+            leased.retake_fence = log.map(|log| match log_head(&log) {
+                [] => [b"~", self.secret.as_bytes()].concat(),
+                head => head.to_vec(),
             });
         }
     }
@@ -252,6 +249,15 @@ impl HeldLock {
     pub(crate) fn secret(&self) -> &str {
         &self.secret
     }
+}
+
+/// The newest entry of a log of savers: the fence a re-take compares, as
+/// the scripts' `retake_lua` takes it. It names the last save (or the
+/// holder that made the log) alone: each save puts a fresh secret there.
+/// At most 50 bytes (`~<secret>.<server time>`), within
+/// [`LOG_HEAD_BYTES`](crate::store::LOG_HEAD_BYTES).
+fn log_head(log: &[u8]) -> &[u8] {
+    log.split(|&byte| byte == b' ').next().unwrap_or_default()
 }
 
 /// Calls `call` with [`RENEW_LEASE`], its keys and arguments: a renewal of
@@ -982,6 +988,19 @@ mod tests {
                 .source()
                 .contains(&format!("string.sub(owner, 1, {HOLDER_DIGITS})"))
         );
+    }
+
+    #[test]
+    fn a_re_take_compares_the_newest_entry_of_the_log_which_a_plain_take_reads_whole() {
+        use crate::store::{LOG_HEAD_BYTES, LOG_HEAD_LAST};
+        assert_eq!(LOG_HEAD_LAST, (LOG_HEAD_BYTES - 1).to_string().as_bytes());
+        let secret = new_secret().unwrap();
+        // The longest entry: a scripted take's mark, with TIME's largest reading.
+        let longest = format!("~{secret}.{}{}", u32::MAX, 999_999);
+        assert!(longest.len() < LOG_HEAD_BYTES, "{}", longest.len());
+        let log = format!("{longest} {secret} {secret}");
+        assert_eq!(log_head(&log.as_bytes()[..LOG_HEAD_BYTES]), longest.as_bytes());
+        assert_eq!(log_head(b""), b"");
     }
 
     #[test]

@@ -178,18 +178,20 @@ end
 /// save. Only with a lease, while the lock is absent (another secret there
 /// means another holder), within `lock_expire` of the take (`retake_ms`,
 /// the client's count of what is left of it, '0' past it), and only when the
-/// log of savers still reads as it did at the read (`retake_fence`, '?' when
-/// unknown): nobody saved since. Sound because the log never returns to an
-/// earlier value: every save puts a fresh secret at its head, and a take
-/// that finds no log makes one that names it and its run (`~<secret>.<time>`, see
-/// [`stretch_done_lua`]), so a failover that loses a log, and a save the
-/// holder read, cannot have it made again equal to the fence. Every take
-/// stretched the log to that holder's `lock_expire`, which later saves of
-/// this release keep.
+/// log of savers still starts as it did at the read (`retake_fence`, its
+/// newest entry then, '?' when unknown): nobody saved since. Sound because the log never returns to an
+/// earlier value past a save: every save puts a fresh secret at its head,
+/// and a log is made only by a holder while the lock holds its secret
+/// since its read: the acquire script's take, naming it and its run
+/// (`~<secret>.<time>`, see [`stretch_done_lua`]), or a renewal making the
+/// holder's own fence again ([`RENEW_LEASE`]). So a failover that loses a
+/// log, and a save the holder read, cannot have it made again equal to the
+/// fence. The acquire script's take and every renewal stretch the log to
+/// that holder's `lock_expire`, which later saves of this release keep.
 macro_rules! retake_lua {
     () => {
         "(not owner and retake_ms and tonumber(retake_ms) > 0 and retake_fence ~= '?'
-  and redis.call('GET', done) == retake_fence)"
+  and string.match(redis.call('GET', done) or '', '^%S+') == retake_fence)"
     };
 }
 
@@ -487,11 +489,15 @@ pub(crate) static READ_AND_RENEW: LuaScript = LuaScript::new(concat!(
 /// secret, the log lasts until `lock_expire`, as the fence a re-take finds
 /// ([`retake_lua`]): where it is gone (expired before the first renewal, or
 /// none was read: the fence is then `~<secret>`) the fence is made again.
-/// Sound because the lock held this secret since the read (only the
-/// holder's re-take, which ends its hold, could give it the secret again):
-/// nobody saved since, so the fence still tells who saved last, and a
-/// holder that read no log is about only with a lock it lost to this one.
-/// (A plain take, which runs no script, leaves this to the renewals.)
+/// Sound because the lock held this secret since the read, so nobody saved
+/// since and the fence still tells who saved last; a holder that read no
+/// log is about only with a lock it lost to this one. The lock can hold the
+/// secret again after a save only when a failover brought back the holder's
+/// queue entry and a later release handed it the lock: that save made a
+/// log, and the hand-over and the renewals stretch it to the lock's TTL,
+/// so it is never gone to be made again (and the holder's write then fails
+/// its fence). (A plain take, which runs no script, leaves this to the
+/// renewals.)
 pub(crate) static RENEW_LEASE: LuaScript = LuaScript::new(
     r"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])

@@ -121,6 +121,18 @@ impl Server {
                 Some(_) => return Err(Fault("GET of a non-string".into())),
                 None => Reply::Nil,
             },
+            "GETRANGE" => {
+                // Only from 0, as the plain take asks: an empty string for none.
+                let last = usize::try_from(int(3)?)
+                    .map_err(|_| Fault("GETRANGE with a negative end".into()))?;
+                match self.keys.get(key(1)?) {
+                    Some((Value::Str(value), _)) => {
+                        Reply::Data(value[..value.len().min(last + 1)].to_vec())
+                    }
+                    Some(_) => return Err(Fault("GETRANGE of a non-string".into())),
+                    None => Reply::Data(Vec::new()),
+                }
+            }
             "EXISTS" => Reply::Int(i64::from(self.keys.contains_key(key(1)?))),
             "GETEX" => {
                 let k = key(1)?.to_vec();
