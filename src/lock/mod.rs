@@ -1726,20 +1726,13 @@ mod cluster_tests {
         assert!(write(&mut store, &held, b"v2"));
         assert_eq!(store.get(&keys.data, None).unwrap(), Some(b"v2".to_vec()));
         // A save sent at once, which a primary that stalls past the lease
-        // runs after the lock expired: it takes the lock again too.
+        // runs after the lock expired: it takes the lock again too. (The
+        // stall: the primary pauses writes for 800 ms; its lease is 300.)
         let stalled = take(&mut store);
         assert_eq!(renew(&mut store, &stalled), Reply::Int(1));
-        let data_key = keys.data.clone();
-        let stall = std::thread::spawn(move || {
-            let busy = "local s = redis.call('TIME') repeat local t = redis.call('TIME') \
-                until (t[1] - s[1]) * 1000000 + t[2] - s[2] > 800000";
-            crate::store::cluster_tests::store()
-                .run(&data_key, cmd("EVAL").arg(busy).arg(1).arg(&data_key))
-                .unwrap()
-        });
-        std::thread::sleep(Duration::from_millis(100));
+        let pause = cmd("CLIENT").arg("PAUSE").arg(800).arg("WRITE").clone();
+        assert_eq!(store.run(&keys.data, &pause).unwrap(), Reply::Status);
         assert!(write(&mut store, &stalled, b"v2.5"));
-        assert_eq!(stall.join().unwrap(), Reply::Nil);
         assert_eq!(store.get(&keys.data, None).unwrap(), Some(b"v2.5".to_vec()));
         // A save since its read: refused, and its renewal touches nothing.
         let stale = take(&mut store);
