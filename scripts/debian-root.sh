@@ -33,7 +33,7 @@ set -euo pipefail
 # What scripts/deb.sh needs to build and check a package (dh-php's Build-Depends
 # and Debian's Rust >= the crate's rust-version: cargo-web on 12 and 13).
 PACKAGING=(build-essential dpkg-dev debhelper dh-php libclang-dev lintian xml2 fakeroot git)
-TESTING=(redis-server nginx apache2 libclang-dev gcc libc6-dev curl openssl procps python3-prometheus-client)
+TESTING=(redis-server nginx apache2 libclang-dev gcc libc6-dev curl openssl procps strace python3-prometheus-client)
 
 name=${1:-}
 # Per root: the suite, whether experimental is added, and the packages (those
