@@ -84,6 +84,14 @@ fn read_only_refusal(what: &str) -> anyhow::Error {
     )
 }
 
+/// The error a hook that saves gives after PHP left the session's read by a
+/// bailout: `$_SESSION` never held the session, and saving it would wipe it.
+fn unread_refusal(what: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "Unable to {what}: session_start() was ended by a fatal error (in the error handler of a message it raised) before the session's data reached $_SESSION; the stored session is kept as it was"
+    )
+}
+
 /// The error a hook that saves gives in a process forked from the one that
 /// holds the session's lock.
 fn forked_refusal(what: &str) -> anyhow::Error {
@@ -298,7 +306,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     /// The session read elsewhere, from now on read only, with a warning.
     fn serve_read_only(&mut self, sid: &[u8], read: FallbackRead) -> Option<Vec<u8>> {
         request::with(|request| {
-            request.set_read_only(true);
+            request.set_read_only();
             request.read(sid, Read::NoLifetime(request::READ_ONLY));
         });
         let from = match read.from {
@@ -417,6 +425,9 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     /// atomically, and the lock is released in the same call: PHP always
     /// closes right after its final write.
     pub fn write(&mut self, sid: &[u8], data: &[u8]) -> Result<()> {
+        if request::with(|request| request.unread()) {
+            return Err(unread_refusal("write session"));
+        }
         // PHP writes an empty session without comparing it with the read
         // (lazy_write compares only a non-empty one).
         if self.read_only_data.as_deref() == Some(data) {
@@ -524,6 +535,9 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     /// primary could not serve it a moment ago (or another request holds its
     /// lock and saves it).
     pub fn update_timestamp(&mut self, sid: &[u8], data: &[u8]) -> Result<()> {
+        if request::with(|request| request.unread()) {
+            return Err(unread_refusal("update session timestamp"));
+        }
         if self.read_only() || self.inherited_lock() {
             return Ok(());
         }

@@ -29,6 +29,11 @@ pub struct Request {
     read_while_regenerating: bool,
     /// The session opened last is served read only (`failover=error`).
     read_only: bool,
+    /// PHP left the read of the session opened last by a bailout (a fatal
+    /// error in the error handler a message of the read ran): `$_SESSION`
+    /// never got the data, so the session module's write at shutdown would
+    /// store an empty session.
+    read_cut_short: bool,
     /// The worker's last lock acquisition had to wait: its next one queues
     /// by script at once instead of trying plain `SET NX` first.
     lock_contended: bool,
@@ -171,8 +176,28 @@ impl Request {
         }
     }
 
-    pub fn set_read_only(&mut self, read_only: bool) {
-        self.read_only = read_only;
+    /// The save handler opened a session: it is writable and read in full
+    /// until its read says otherwise.
+    pub fn opened(&mut self) {
+        self.read_only = false;
+        self.read_cut_short = false;
+    }
+
+    pub fn set_read_only(&mut self) {
+        self.read_only = true;
+    }
+
+    /// PHP left a read hook by a bailout. Inside `session_regenerate_id()`
+    /// `$_SESSION` still holds the session (the new id's read only checks
+    /// it), so that save stays.
+    pub fn read_cut_short(&mut self) {
+        self.read_cut_short |= !self.regenerating;
+    }
+
+    /// Whether a save of the session opened last would store what PHP never
+    /// read.
+    pub fn unread(&self) -> bool {
+        self.read_cut_short
     }
 
     pub fn read_only(&self) -> bool {
@@ -317,10 +342,27 @@ mod tests {
         assert!(request.lock_plain_first());
         request.lock_waited(true);
         request.read(b"a", writable(None));
-        request.set_read_only(true);
+        request.set_read_only();
+        request.read_cut_short();
         request.ended();
         assert!(!request.lock_plain_first());
         assert!(!request.read_only());
+        assert!(!request.unread());
         assert_eq!(request.change(b"a"), Change::Keep);
+    }
+
+    #[test]
+    fn a_read_cut_short_refuses_saves_until_the_next_open() {
+        let mut request = Request::default();
+        request.opened();
+        request.read_cut_short();
+        assert!(request.unread());
+        request.opened();
+        assert!(!request.unread());
+        // The new id's read inside session_regenerate_id(): $_SESSION is whole.
+        request.regenerating(true);
+        request.read_cut_short();
+        request.regenerating(false);
+        assert!(!request.unread());
     }
 }

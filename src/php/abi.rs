@@ -60,4 +60,9 @@ unsafe extern "C" {
     pub fn rediscluster_session_wrap_regenerate_id() -> c_int;
     /// Gives `session_regenerate_id()` its own handler back.
     pub fn rediscluster_session_unwrap_regenerate_id();
+    /// From `session_globals.c`: raises a PHP message; 1 if PHP bailed out of
+    /// it (a fatal error in the application's error handler).
+    pub fn rediscluster_session_raise(level: c_int, text: *const c_char) -> c_int;
+    /// Goes on with a bailout [`rediscluster_session_raise`] caught.
+    pub fn rediscluster_session_bailout() -> !;
 }

@@ -6,7 +6,9 @@
 //! Warnings and notices wait in one queue until the hook's work is done and
 //! every Rust value of it is dropped: raising one runs the application's
 //! error handler, and a fatal error there makes PHP `longjmp` past our frames,
-//! which would leak (or worse) anything they still owned.
+//! which would leak (or worse) anything they still owned. Such a bailout out
+//! of the read leaves `$_SESSION` empty with the session active: the request's
+//! saves are then refused, or PHP's shutdown would store the empty session.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -16,11 +18,14 @@ use std::ptr::null_mut;
 
 use anyhow::{Context, Result, anyhow};
 use ext_php_rs::boxed::ZBox;
-use ext_php_rs::ffi::{php_error_docref, zend_long, zend_result, zend_string};
+use ext_php_rs::ffi::{zend_long, zend_result, zend_string};
 use ext_php_rs::flags::ErrorType;
 use ext_php_rs::types::ZendStr;
 
-use super::abi::{FAILURE, ModData, SUCCESS, StaticPsModule, php_session_create_id, ps_module};
+use super::abi::{
+    FAILURE, ModData, SUCCESS, StaticPsModule, php_session_create_id, ps_module,
+    rediscluster_session_bailout, rediscluster_session_raise,
+};
 use super::ini::PhpIni;
 use super::metrics;
 use super::secrets;
@@ -63,6 +68,16 @@ pub(super) fn queue(message: Message) {
 /// so the password in it is masked first. The queued messages are raised
 /// last, when only `T` (a status or a string PHP owns) is left.
 fn guard<T>(hook: &str, failure: T, body: impl FnOnce() -> Result<T>) -> T {
+    guard_or(hook, failure, || {}, body)
+}
+
+/// [`guard`], with what a bailout out of the hook's messages leaves undone.
+fn guard_or<T>(
+    hook: &str,
+    failure: T,
+    bailed_out: impl FnOnce(),
+    body: impl FnOnce() -> Result<T>,
+) -> T {
     let outcome = match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(err)) => Err(format!("{err:#}")),
@@ -77,14 +92,19 @@ fn guard<T>(hook: &str, failure: T, body: impl FnOnce() -> Result<T>) -> T {
         }
     };
     crate::cluster::release_memory_after_large_exchange();
-    raise_pending();
+    raise_pending_or(bailed_out);
     value
 }
 
-/// Raises the queued messages one at a time, each copied into PHP's request
-/// memory with the Rust copy dropped first: if the error handler never
-/// returns, PHP frees that copy with the request.
 pub(super) fn raise_pending() {
+    raise_pending_or(|| {});
+}
+
+/// Raises the queued messages one at a time, each copied into PHP's request
+/// memory. If the application's error handler dies with a fatal error, PHP
+/// bails out: the rest of the queue and the copy are dropped, `bailed_out`
+/// records what that leaves undone, and the bailout goes on past the hook.
+fn raise_pending_or(bailed_out: impl FnOnce()) {
     while let Some(message) = PENDING.with_borrow_mut(VecDeque::pop_front) {
         let (level, text) = match message {
             Message::Warning(text) => (ErrorType::Warning, text),
@@ -92,16 +112,19 @@ pub(super) fn raise_pending() {
         };
         let text = ZendStr::new(text.as_str(), false).into_raw();
         let level = c_int::try_from(level.bits()).unwrap_or(0);
-        // SAFETY: `%s` with a NUL-terminated string PHP owns; it is released
-        // once PHP returns.
-        unsafe {
-            php_error_docref(
-                std::ptr::null(),
-                level,
-                c"%s".as_ptr(),
-                (&raw const (*text).val).cast::<c_char>(),
-            );
+        // SAFETY: a NUL-terminated string PHP owns, released once PHP
+        // returns or bails out.
+        let bailed = unsafe {
+            let raised = rediscluster_session_raise(level, (&raw const (*text).val).cast());
             drop(ZBox::from_raw(text));
+            raised != 0
+        };
+        if bailed {
+            PENDING.with_borrow_mut(VecDeque::clear);
+            bailed_out();
+            // SAFETY: only values without destructors are left on the Rust
+            // frames PHP's longjmp passes (see the module's comment).
+            unsafe { rediscluster_session_bailout() }
         }
     }
 }
@@ -159,7 +182,7 @@ pub unsafe extern "C" fn open(
             .unwrap_or_default();
         metrics::log_if_loaded_after_fork();
         metrics::log_shared_map_refusal();
-        crate::request::with(|request| request.set_read_only(false));
+        crate::request::with(crate::request::Request::opened);
         let mut handler = Handler::open(&save_path, &PhpIni)?;
         stats::request();
         queue_messages(&mut handler);
@@ -199,7 +222,9 @@ pub unsafe extern "C" fn read(
     val: *mut *mut zend_string,
     _maxlifetime: zend_long,
 ) -> zend_result {
-    guard("read", FAILURE, || {
+    // A bailout here leaves $_SESSION empty: PHP's shutdown must not save it.
+    let cut_short = || crate::request::with(crate::request::Request::read_cut_short);
+    guard_or("read", FAILURE, cut_short, || {
         let data = unsafe { with_handler(mod_data, |h| h.read(bytes(key)))? };
         // SAFETY: PHP owns and frees the non-persistent string.
         unsafe { *val = new_zend_string(&data) };

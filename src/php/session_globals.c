@@ -109,3 +109,23 @@ void rediscluster_session_unwrap_regenerate_id(void)
 		function->internal_function.handler = regenerate_id_handler;
 	}
 }
+
+/* Raises a message of `level` through PHP's error machinery. Returns 1 when
+ * PHP bailed out of it (the application's error handler died with a fatal
+ * error): the caller records what that leaves undone, frees what it owns, and
+ * goes on with rediscluster_session_bailout(). */
+int rediscluster_session_raise(int level, const char *text)
+{
+	volatile int bailed_out = 0;
+	zend_try {
+		php_error_docref(NULL, level, "%s", text);
+	} zend_catch {
+		bailed_out = 1;
+	} zend_end_try();
+	return bailed_out;
+}
+
+void rediscluster_session_bailout(void)
+{
+	zend_bailout();
+}
