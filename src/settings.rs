@@ -310,14 +310,10 @@ impl LockSettings {
             n if n < 0 => None,
             n => Some(n.unsigned_abs()),
         };
-        let release = match ini
-            .string(c"redis.session.lock_release_cmd")
-            .unwrap_or_default()
-            .to_ascii_lowercase()
-            .as_str()
-        {
-            "delex" => ReleaseCommand::Delex,
-            "delifeq" => ReleaseCommand::Delifeq,
+        let release_cmd = ini.string(c"redis.session.lock_release_cmd");
+        let release = match release_cmd.as_deref().unwrap_or_default() {
+            cmd if cmd.eq_ignore_ascii_case("delex") => ReleaseCommand::Delex,
+            cmd if cmd.eq_ignore_ascii_case("delifeq") => ReleaseCommand::Delifeq,
             _ => ReleaseCommand::Eval,
         };
         LockSettings {

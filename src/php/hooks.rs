@@ -26,7 +26,7 @@ use super::abi::{
     FAILURE, ModData, SUCCESS, StaticPsModule, php_session_create_id, ps_module,
     rediscluster_session_bailout, rediscluster_session_raise,
 };
-use super::ini::PhpIni;
+use super::ini::{PhpIni, text_of};
 use super::metrics;
 use super::secrets;
 use crate::handler::{Message, SessionHandler};
@@ -178,7 +178,7 @@ pub unsafe extern "C" fn open(
         let save_path = secrets::unmask(save_path);
         // SAFETY: PHP passes a NUL-terminated save_path (or NULL).
         let save_path = unsafe { save_path.as_ref() }
-            .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy())
+            .map(|p| text_of(unsafe { CStr::from_ptr(p) }.to_bytes()))
             .unwrap_or_default();
         metrics::log_if_loaded_after_fork();
         metrics::log_shared_map_refusal();

@@ -6,6 +6,7 @@
 //! apply when it owns a directive, but for `OWN_DEFAULTS_WIN` that the user
 //! did not set, which take this extension's defaults (see [`origin`]).
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::ffi::{CStr, c_char, c_int};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -28,8 +29,20 @@ thread_local! {
     /// Every directive read here is registered at module startup (by PHP,
     /// ext/session, phpredis or this extension) and its entry lives until
     /// shutdown; `ini_set()` and the end of a request change only its value.
-    static ENTRIES: RefCell<Vec<(*const c_char, *const zend_ini_entry)>> =
-        const { RefCell::new(Vec::new()) };
+    static ENTRIES: RefCell<Entries> = const {
+        RefCell::new(Entries {
+            known: Vec::new(),
+            next: 0,
+        })
+    };
+}
+
+/// The entries found so far, in the order they were first read. Every
+/// request reads them in that same order, so a search starts where the last
+/// one ended and finds the next entry at its first comparison.
+struct Entries {
+    known: Vec<(*const c_char, *const zend_ini_entry)>,
+    next: usize,
 }
 
 /// The directive's entry in PHP's table, NULL when it does not exist.
@@ -49,20 +62,38 @@ pub fn find_entry(name: &CStr) -> *mut zend_ini_entry {
 
 /// Drops this thread's entries, which PHP frees at module shutdown.
 pub fn forget_entries() {
-    ENTRIES.with_borrow_mut(Vec::clear);
+    ENTRIES.with_borrow_mut(|entries| {
+        entries.known.clear();
+        entries.next = 0;
+    });
+}
+
+/// `bytes` as text, replacing what is not UTF-8. Valid text, the usual case,
+/// is checked by the standard library's fast path, not replaced char by char.
+pub(super) fn text_of(bytes: &[u8]) -> Cow<'_, str> {
+    std::str::from_utf8(bytes).map_or_else(|_| String::from_utf8_lossy(bytes), Cow::Borrowed)
 }
 
 /// This thread's entry of the directive, `None` when it does not exist.
 fn entry(name: &CStr) -> Option<&'static zend_ini_entry> {
-    let entry = ENTRIES.with(|cell| {
-        let mut entries = cell.borrow_mut();
-        if let Some(&(_, entry)) = entries.iter().find(|(known, _)| *known == name.as_ptr()) {
-            return entry;
+    let entry = ENTRIES.with_borrow_mut(|entries| {
+        let (behind, ahead) = entries
+            .known
+            .split_at(entries.next.min(entries.known.len()));
+        let hit = ahead
+            .iter()
+            .chain(behind)
+            .position(|(known, _)| *known == name.as_ptr());
+        if let Some(offset) = hit {
+            let index = (entries.next + offset) % entries.known.len();
+            entries.next = index + 1;
+            return entries.known[index].1;
         }
         let found = find_entry(name);
         // A directive not registered yet may be later (by this extension's MINIT).
         if !found.is_null() {
-            entries.push((name.as_ptr(), found));
+            entries.known.push((name.as_ptr(), found));
+            entries.next = entries.known.len();
         }
         found
     });
@@ -97,7 +128,7 @@ impl IniSource for PhpIni {
     }
 
     fn string(&self, name: &CStr) -> Option<String> {
-        read_value(name, |text| String::from_utf8_lossy(text).into_owned())
+        read_value(name, |text| text_of(text).into_owned())
     }
 
     fn user_long(&self, name: &CStr) -> Option<i64> {
