@@ -237,8 +237,9 @@ foreach (['kill failover=none', 'kill failover=error'] as $phase) {
 // failover=error: every session_start() serves the session, read-only while
 // its primary cannot, each within the budget (timeout 0.5 s + read_timeout
 // 1 s; 0.5 s more for a noisy machine). A session goes unserved longer only
-// behind a write that was in flight at the kill: it rides out its own budget,
-// then its close's release another, so that no lock is left to its TTL.
+// behind a write that was in flight at the kill: it rides out its budget, then
+// its close's release the grace (0.5 s), so that no lock is left to its TTL;
+// 3.5 s was set when the release had a budget of its own.
 if ($row = $by_phase['kill failover=error'] ?? null) {
     if ($row['failed start']) $broken[] = "kill failover=error: {$row['failed start']} session_start() failed";
     if ($row['longest start s'] > 2.0) $broken[] = "kill failover=error: a session_start() took {$row['longest start s']} s (allowed 2 s)";

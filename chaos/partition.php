@@ -363,7 +363,8 @@ foreach ($rows as $row) {
     if ($row['longest start s'] > $start_budget) {
         $broken[] = "{$row['phase']}: a session_start() took {$row['longest start s']} s (allowed $start_budget s)";
     }
-    // A write (and its release) has its budget (2.5 s) each; 1 s more for a noisy machine.
+    // A write and its release share a budget (2.5 s), with a grace of 0.5 s for the release;
+    // 6 s (two budgets, 1 s more for a noisy machine) was set when each had a budget.
     if ($row['longest write s'] > 2 * 2.5 + 1) {
         $broken[] = "{$row['phase']}: a session write took {$row['longest write s']} s (allowed 6 s)";
     }

@@ -1,5 +1,5 @@
 --TEST--
-Waiting: retries x wait time bound the wait; giving up fails session_start, or reads read-only with lock_failure_readonly; a long wait in many pieces is not cut short by the hook's time budget (the server ends each piece up to a tick late)
+Waiting: retries x wait time bound the wait; giving up fails session_start, or reads read-only with lock_failure_readonly; a long wait in many pieces is not cut short by the PHP call's time budget (the server ends each piece up to a tick late)
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';

@@ -1,5 +1,5 @@
 --TEST--
-One time budget per hook: however many seeds hang or refuse, session_start() gives up within timeout + read_timeout; a hung seed ahead of a live one costs one read timeout
+One time budget per PHP call: however many seeds hang or refuse, session_start() gives up within timeout + read_timeout; a hung seed ahead of a live one costs one read timeout
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';

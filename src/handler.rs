@@ -159,8 +159,8 @@ impl SessionHandler<ClusterStore> {
         })?;
         let settings = Settings::load(ini, failover);
         let mut store = ClusterStore::new(config);
-        // session_start()'s one budget: validate_sid or create_sid, then read.
-        store.start_budget(settings.may_fall_back);
+        // validate_sid or create_sid, then read, may fall back.
+        store.set_may_fall_back(settings.may_fall_back);
         let mut handler = Self::with_store(store, prefix, settings, ini);
         handler.messages.extend(notice);
         Ok(handler)
@@ -439,7 +439,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         if self.inherited_lock() {
             return Err(forked_refusal("write session"));
         }
-        self.store.start_budget(false);
+        self.store.set_may_fall_back(false);
         self.notice_clamped_ttl();
         let key = self.key(sid)?;
         let compression = self.settings.compression;
@@ -541,7 +541,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         if self.read_only() || self.inherited_lock() {
             return Ok(());
         }
-        self.store.start_budget(false);
+        self.store.set_may_fall_back(false);
         let key = self.key(sid)?;
         let change = request::with(|request| request.change(sid));
         let compression = self.settings.compression;
@@ -659,7 +659,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         if self.inherited_lock() {
             return Err(forked_refusal("destroy session"));
         }
-        self.store.start_budget(false);
+        self.store.set_may_fall_back(false);
         let key = self.key(sid)?;
         let ack = self.settings.replica_ack;
         let (had, acked) = match self.lock.as_ref().filter(|held| held.keys.data == key) {
@@ -705,9 +705,13 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         if self.inherited_lock() {
             return Ok(());
         }
-        self.store.start_budget(false);
+        self.store.set_may_fall_back(false);
         let released = match self.lock.take() {
-            Some(held) => lock::release(&mut self.store, &held).map(drop),
+            Some(held) => {
+                // A write that failed before, in the same PHP call, may have spent its budget.
+                self.store.leave_grace_for_release();
+                lock::release(&mut self.store, &held).map(drop)
+            }
             None => Ok(()),
         };
         self.store.session_closed();

@@ -7,13 +7,14 @@
 //! `keys` (data key, lock keys, hash slots), `lock` (the lock protocol and
 //! its Lua scripts), `script` (running a Lua script), `compression`
 //! (phpredis's compressed formats), `handler` (one method per session hook), `request` (what a request
-//! knows of its sessions between hooks),
+//! knows of its sessions between hooks), `budget` (one time budget per PHP call),
 //! `store` (the storage interfaces and their cluster implementation),
 //! `config` (how to reach a cluster), `cluster` (slot map, redirects and
 //! retries), `link` (one node connection), `resp` (packing commands, parsing replies), `stats` (the
 //! counters behind `rediscluster_session_stats()`) and `watchdog` (the thread
 //! that renews the leases of held locks).
 
+pub mod budget;
 pub mod cluster;
 pub mod compression;
 pub mod config;

@@ -6,13 +6,14 @@
 //! between threads. They are made on first use, never at module startup,
 //! because FPM forks after startup.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
 
+use crate::budget;
 use crate::cluster::{Cluster, ReadFrom, Request, Unreachable, is_redirect, is_transient};
 use crate::config::ConnectionConfig;
 use crate::keys::{LockKeys, hash_slot};
@@ -50,15 +51,12 @@ impl Reply {
 /// Plain session data commands. Every command goes to the primary that owns
 /// the key's slot.
 pub trait SessionStore {
-    /// Starts one time budget (connect timeout + read timeout) that every
-    /// request until the next call shares: a hook gives up within it, however
-    /// many requests, retries and nodes it takes. Time a blocking command
-    /// spent waiting on a node that answered (up to its timeout and the
-    /// server's lateness) is added to it. With
-    /// `may_fall_back` (`failover=error`), requests to a primary leave part of
-    /// it ([`fallback_reserve`]) to [`Self::read_fallback`], give up at once on
-    /// `CLUSTERDOWN` or a refused primary, and fail with [`PrimaryUnreachable`].
-    fn start_budget(&mut self, may_fall_back: bool);
+    /// Whether the requests from here on may fall back (`failover=error`, in
+    /// `session_start()`'s hooks): requests to a primary leave part of the
+    /// PHP call's time budget ([`crate::budget`]; [`fallback_reserve`]) to
+    /// [`Self::read_fallback`], give up at once on `CLUSTERDOWN` or a refused
+    /// primary, and fail with [`PrimaryUnreachable`].
+    fn set_may_fall_back(&mut self, may_fall_back: bool);
     /// The session closed: with `persistent=0` its connections close too
     /// (the slot map stays), as phpredis frees its connection at the
     /// session's close, so that a long request after it holds none.
@@ -210,6 +208,9 @@ pub trait LockStore {
     fn watch(&mut self, _lock: Watched) -> std::io::Result<()> {
         Ok(())
     }
+    /// A release is next: it has at least [`release_grace`] of the PHP call's
+    /// budget, however little a failed write before it left.
+    fn leave_grace_for_release(&mut self) {}
 }
 
 /// Clusters one thread keeps; a worker alternating between a few save_paths
@@ -218,7 +219,7 @@ const MAX_CLUSTERS: usize = 4;
 
 /// How late a blocking command's timeout may fire: servers check them on
 /// their next tick, up to 100 ms later at the default `hz` 10. A lock wait
-/// made of many pieces would otherwise spend the hook's budget on that
+/// made of many pieces would otherwise spend the call's budget on that
 /// lateness and fail before `lock_retries × lock_wait_time`.
 const BLOCK_LATENESS: Duration = Duration::from_millis(100);
 
@@ -228,9 +229,6 @@ thread_local! {
 
 pub struct ClusterStore {
     config: Rc<ConnectionConfig>,
-    /// The end of the budget [`SessionStore::start_budget`] started; without
-    /// one, each request has a budget of its own.
-    deadline: Cell<Option<Instant>>,
     /// What requests to a primary leave of the budget for a fallback read
     /// (`failover=error`); `None` when the session may not fall back.
     fallback_reserve: Option<Duration>,
@@ -269,6 +267,14 @@ pub fn fallback_reserve(read_timeout: Duration) -> Duration {
     (read_timeout / 2).min(Duration::from_millis(300))
 }
 
+/// What a release of the lock has at least, after a write that failed and
+/// spent the call's budget: time to land on a primary that is back, or on
+/// its promoted replica. A lock left behind lasts its lease
+/// (`lock_lease_ms`), or `lock_expire` without one.
+pub fn release_grace(read_timeout: Duration) -> Duration {
+    read_timeout.min(Duration::from_millis(500))
+}
+
 /// A request's end: this thread's clusters with `persistent=0` close their
 /// connections (their slot maps stay).
 pub fn request_ended() {
@@ -285,12 +291,11 @@ impl ClusterStore {
     pub fn new(config: Rc<ConnectionConfig>) -> Self {
         ClusterStore {
             config,
-            deadline: Cell::new(None),
             fallback_reserve: None,
         }
     }
 
-    fn budget(&self) -> Duration {
+    fn budget_length(&self) -> Duration {
         self.config.connect_timeout + self.config.read_timeout
     }
 
@@ -321,7 +326,7 @@ impl ClusterStore {
     }
 
     /// One request (`count` packed commands) on the primary of `key`'s slot,
-    /// within the hook's time budget (or one of its own), plus `block` for a
+    /// within the PHP call's time budget (or one of its own), plus `block` for a
     /// command that blocks on the server. Error replies other than redirects
     /// come back as `Value::ServerError`.
     fn request(
@@ -342,11 +347,11 @@ impl ClusterStore {
         block: Duration,
         follow_redirects: bool,
     ) -> Result<Vec<Value>> {
-        let budget_end = self.deadline.get();
+        let budget_end = budget::end(self.budget_length());
         // A warm request reads the clock once, in the exchange.
         let started = (budget_end.is_none() || !block.is_zero()).then(Instant::now);
         let deadline = budget_end
-            .unwrap_or_else(|| started.unwrap_or_else(Instant::now) + self.budget())
+            .unwrap_or_else(|| started.unwrap_or_else(Instant::now) + self.budget_length())
             + block;
         let request = Request {
             slot: hash_slot(key),
@@ -362,12 +367,11 @@ impl ClusterStore {
             may_fall_back: self.fallback_reserve.is_some(),
         };
         let result = self.with_cluster(|cluster| cluster.request(&request));
-        if let (Some(end), Some(started)) = (budget_end, started)
+        if let (Some(_), Some(started)) = (budget_end, started)
             && result.is_ok()
             && !block.is_zero()
         {
-            self.deadline
-                .set(Some(end + started.elapsed().min(block + BLOCK_LATENESS)));
+            budget::extend(started.elapsed().min(block + BLOCK_LATENESS));
         }
         result.map_err(|failure| {
             let context = if failure.no_map {
@@ -619,8 +623,7 @@ impl SessionStore for ClusterStore {
         }
     }
 
-    fn start_budget(&mut self, may_fall_back: bool) {
-        self.deadline.set(Some(Instant::now() + self.budget()));
+    fn set_may_fall_back(&mut self, may_fall_back: bool) {
         self.fallback_reserve = may_fall_back.then(|| fallback_reserve(self.config.read_timeout));
     }
 
@@ -632,10 +635,8 @@ impl SessionStore for ClusterStore {
     ) -> Result<(Option<Vec<u8>>, ReadFrom)> {
         let mut command = Vec::new();
         pack_get(&mut command, key, None);
-        let deadline = self
-            .deadline
-            .get()
-            .unwrap_or_else(|| Instant::now() + self.budget());
+        let deadline = budget::end(self.budget_length())
+            .unwrap_or_else(|| Instant::now() + self.budget_length());
         let (value, from) = self
             .with_cluster(|cluster| {
                 cluster.read_fallback(
@@ -758,6 +759,10 @@ impl SessionStore for ClusterStore {
 impl LockStore for ClusterStore {
     fn watch(&mut self, lock: Watched) -> std::io::Result<()> {
         watchdog::watch(&self.config, lock)
+    }
+
+    fn leave_grace_for_release(&mut self) {
+        budget::leave_at_least(release_grace(self.config.read_timeout));
     }
 
     fn eval(&mut self, script: &LuaScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<Reply> {

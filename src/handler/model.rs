@@ -86,7 +86,7 @@ fn not_modelled<T>() -> Result<T> {
 }
 
 impl SessionStore for Node {
-    fn start_budget(&mut self, _may_fall_back: bool) {}
+    fn set_may_fall_back(&mut self, _may_fall_back: bool) {}
 
     fn read_fallback(
         &mut self,

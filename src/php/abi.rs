@@ -55,11 +55,13 @@ unsafe extern "C" {
     pub fn rediscluster_session_save_path_release(value: *mut c_void);
     /// From `session_globals.c`: whether a session is active and `module` serves it.
     pub fn rediscluster_session_active_with(module: *const ps_module) -> c_int;
-    /// From `session_globals.c`: puts a wrapper around `session_regenerate_id()`
-    /// that tells `rediscluster_session_regenerating()` when it runs; 0 if not found.
-    pub fn rediscluster_session_wrap_regenerate_id() -> c_int;
-    /// Gives `session_regenerate_id()` its own handler back.
-    pub fn rediscluster_session_unwrap_regenerate_id();
+    /// From `session_globals.c`: puts wrappers around the session module's
+    /// functions that run the save handler's hooks, and around its request
+    /// startup and shutdown, that tell `rediscluster_session_call()` when
+    /// each runs. NULL, or the name of one it did not find.
+    pub fn rediscluster_session_wrap_calls() -> *const c_char;
+    /// Gives each its own handler back.
+    pub fn rediscluster_session_unwrap_calls();
     /// From `session_globals.c`: raises a PHP message; 1 if PHP bailed out of
     /// it (a fatal error in the application's error handler).
     pub fn rediscluster_session_raise(level: c_int, text: *const c_char) -> c_int;

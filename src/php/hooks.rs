@@ -78,7 +78,7 @@ fn guard_or<T>(
     bailed_out: impl FnOnce(),
     body: impl FnOnce() -> Result<T>,
 ) -> T {
-    let outcome = match catch_unwind(AssertUnwindSafe(body)) {
+    let outcome = match catch_unwind(AssertUnwindSafe(|| crate::budget::hook(body))) {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(err)) => Err(format!("{err:#}")),
         Err(_) => Err(format!("rediscluster: internal error in the {hook} hook")),

@@ -15,7 +15,7 @@ use ext_php_rs::zend::{ModuleEntry, StaticModuleEntry};
 
 use super::abi::{
     _php_find_ps_module, FAILURE, SUCCESS, php_session_register_module, ps_module,
-    rediscluster_session_unwrap_regenerate_id, rediscluster_session_wrap_regenerate_id,
+    rediscluster_session_unwrap_calls, rediscluster_session_wrap_calls,
     zend_unregister_ini_entries,
 };
 use super::hooks;
@@ -103,10 +103,20 @@ unsafe extern "C" fn minit(_type: i32, module_number: i32) -> i32 {
         }
         take_over_phpredis_handler();
         // SAFETY: MINIT, before any request: the function table is not in use.
-        if unsafe { rediscluster_session_wrap_regenerate_id() } == 0 {
+        let missing = unsafe { rediscluster_session_wrap_calls() };
+        if !missing.is_null() {
+            // SAFETY: a static C string of session_globals.c.
+            let missing = unsafe { CStr::from_ptr(missing) }.to_string_lossy();
+            let lifetime = if missing == "session_regenerate_id" {
+                ", and a new id will not keep its session's lifetime"
+            } else {
+                ""
+            };
             php_error(
                 &ErrorType::CoreWarning,
-                "rediscluster_session: session_regenerate_id() not found; a new id will not keep its session's lifetime",
+                &format!(
+                    "rediscluster_session: the session module's {missing} not found: each hook it runs gets a time budget of its own{lifetime}"
+                ),
             );
         }
         secrets::mask_in_phpinfo();
@@ -121,18 +131,28 @@ unsafe extern "C" fn minit(_type: i32, module_number: i32) -> i32 {
 unsafe extern "C" fn post_deactivate() -> i32 {
     no_unwind(FAILURE, || {
         crate::request::with(crate::request::Request::ended);
+        crate::budget::request_ended();
         crate::watchdog::request_ended();
         crate::store::request_ended();
         SUCCESS
     })
 }
 
-/// `session_regenerate_id()` starts (1) or returns (0), from the wrapper
-/// `session_globals.c` puts around it: its new id takes the old one's lifetime.
+/// A call into the session module starts (`running` 1) or returns (0),
+/// from the wrappers `session_globals.c` puts around them: its hooks share
+/// one time budget. `regenerating`: it is `session_regenerate_id()`, whose new
+/// id takes the old one's lifetime.
 #[unsafe(no_mangle)]
-pub extern "C" fn rediscluster_session_regenerating(running: c_int) {
+pub extern "C" fn rediscluster_session_call(running: c_int, regenerating: c_int) {
     no_unwind((), || {
-        crate::request::with(|request| request.regenerating(running != 0));
+        if running != 0 {
+            crate::budget::call_begins();
+        } else {
+            crate::budget::call_ends();
+        }
+        if regenerating != 0 {
+            crate::request::with(|request| request.regenerating(running != 0));
+        }
     });
 }
 
@@ -153,7 +173,7 @@ unsafe extern "C" fn mshutdown(_type: i32, module_number: i32) -> i32 {
         ini::forget_entries();
         restore_phpredis_handler();
         // SAFETY: MSHUTDOWN, after every request.
-        unsafe { rediscluster_session_unwrap_regenerate_id() };
+        unsafe { rediscluster_session_unwrap_calls() };
         SUCCESS
     })
 }

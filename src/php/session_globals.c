@@ -60,53 +60,136 @@ int rediscluster_session_active_with(const ps_module *module)
 	return PS(session_status) == php_session_active && PS(mod) == module;
 }
 
-/* session_regenerate_id() runs between these two calls: the hooks PHP calls
- * in between (destroy or write, close, open, create_sid, read) are the only
- * ones that move a session's lifetime from one id to another. Nothing else
- * tells them apart from session_destroy() followed by session_start(). */
-void rediscluster_session_regenerating(int running);
+/* A call into the session module: one of the functions below, or its request
+ * startup (a session.auto_start session) or shutdown (the request's final
+ * write). Each runs between rediscluster_session_call(1, ...) and (0, ...),
+ * which give it one time budget for every hook it runs, across the two
+ * handlers session_regenerate_id() uses. That one also tells the request
+ * state that it runs: the hooks PHP calls in between (destroy or write, close,
+ * open, create_sid, read) are the only ones that move a session's lifetime
+ * from one id to another, and nothing else tells them apart from
+ * session_destroy() followed by session_start(). */
+void rediscluster_session_call(int running, int regenerating);
 
-static zif_handler regenerate_id_handler;
+/* The session functions that run the save handler's hooks (session_gc()'s
+ * runs none of ours), each with whether it is session_regenerate_id(). */
+#define SESSION_FUNCTIONS(X) \
+	X(session_start, 0) X(session_write_close, 0) X(session_commit, 0) \
+	X(session_abort, 0) X(session_reset, 0) X(session_destroy, 0) \
+	X(session_create_id, 0) X(session_regenerate_id, 1)
 
-static ZEND_NAMED_FUNCTION(rediscluster_session_regenerate_id)
+static void call_function(zif_handler handler, int regenerating, INTERNAL_FUNCTION_PARAMETERS)
 {
-	rediscluster_session_regenerating(1);
-	/* A fatal error inside (an error handler's, say) jumps out: the flag
-	 * must not outlive the call into the shutdown functions' sessions. */
+	rediscluster_session_call(1, regenerating);
+	/* A fatal error inside (an error handler's, say) jumps out: the call
+	 * must not outlive it into the shutdown functions' sessions. */
 	zend_try {
-		regenerate_id_handler(INTERNAL_FUNCTION_PARAM_PASSTHRU);
+		handler(INTERNAL_FUNCTION_PARAM_PASSTHRU);
 	} zend_catch {
-		rediscluster_session_regenerating(0);
+		rediscluster_session_call(0, regenerating);
 		zend_bailout();
 	} zend_end_try();
-	rediscluster_session_regenerating(0);
+	rediscluster_session_call(0, regenerating);
 }
 
-static zend_function *regenerate_id_function(void)
-{
-	return zend_hash_str_find_ptr(CG(function_table), "session_regenerate_id",
-		sizeof("session_regenerate_id") - 1);
-}
-
-int rediscluster_session_wrap_regenerate_id(void)
-{
-	zend_function *function = regenerate_id_function();
-	if (!function || function->type != ZEND_INTERNAL_FUNCTION) {
-		return 0;
+/* One wrapper per function, so that a copy of the function (a first-class
+ * callable, Closure::fromCallable()) still reaches its own handler. */
+#define WRAPPER(name, regenerating) \
+	static zif_handler name##_handler; \
+	static ZEND_NAMED_FUNCTION(rediscluster_##name) \
+	{ \
+		call_function(name##_handler, regenerating, INTERNAL_FUNCTION_PARAM_PASSTHRU); \
 	}
-	if (function->internal_function.handler != rediscluster_session_regenerate_id) {
-		regenerate_id_handler = function->internal_function.handler;
-		function->internal_function.handler = rediscluster_session_regenerate_id;
-	}
-	return 1;
+SESSION_FUNCTIONS(WRAPPER)
+
+typedef struct {
+	const char *name;
+	size_t length;
+	zif_handler *original;
+	zif_handler wrapper;
+} wrapped_function;
+
+#define ENTRY(name, regenerating) \
+	{#name, sizeof(#name) - 1, &name##_handler, rediscluster_##name},
+static const wrapped_function wrapped_functions[] = {SESSION_FUNCTIONS(ENTRY)};
+
+static zend_function *find_function(const wrapped_function *wrapped)
+{
+	zend_function *function = zend_hash_str_find_ptr(CG(function_table), wrapped->name, wrapped->length);
+	return function && function->type == ZEND_INTERNAL_FUNCTION ? function : NULL;
 }
 
-void rediscluster_session_unwrap_regenerate_id(void)
+typedef __typeof__(((zend_module_entry *)0)->request_startup_func) module_handler;
+static zend_module_entry *session_module;
+static module_handler session_request_startup, session_request_shutdown;
+
+static zend_result call_module(module_handler handler, int type, int module_number)
 {
-	zend_function *function = regenerate_id_function();
-	if (function && function->type == ZEND_INTERNAL_FUNCTION
-		&& function->internal_function.handler == rediscluster_session_regenerate_id) {
-		function->internal_function.handler = regenerate_id_handler;
+	zend_result result = FAILURE;
+	rediscluster_session_call(1, 0);
+	zend_try {
+		result = handler(type, module_number);
+	} zend_catch {
+		rediscluster_session_call(0, 0);
+		zend_bailout();
+	} zend_end_try();
+	rediscluster_session_call(0, 0);
+	return result;
+}
+
+static PHP_RINIT_FUNCTION(rediscluster_session_call)
+{
+	return call_module(session_request_startup, type, module_number);
+}
+
+static PHP_RSHUTDOWN_FUNCTION(rediscluster_session_call)
+{
+	return call_module(session_request_shutdown, type, module_number);
+}
+
+/* Puts the wrappers in place, at MINIT. Returns NULL, or the name of what it
+ * did not find (the others are wrapped all the same). */
+const char *rediscluster_session_wrap_calls(void)
+{
+	const char *missing = NULL;
+	for (size_t i = 0; i < sizeof(wrapped_functions) / sizeof(wrapped_functions[0]); i++) {
+		const wrapped_function *wrapped = &wrapped_functions[i];
+		zend_function *function = find_function(wrapped);
+		if (!function) {
+			missing = missing ? missing : wrapped->name;
+		} else if (function->internal_function.handler != wrapped->wrapper) {
+			*wrapped->original = function->internal_function.handler;
+			function->internal_function.handler = wrapped->wrapper;
+		}
+	}
+	session_module = zend_hash_str_find_ptr(&module_registry, "session", sizeof("session") - 1);
+	if (!session_module || !session_module->request_startup_func || !session_module->request_shutdown_func) {
+		session_module = NULL;
+		return missing ? missing : "request startup and shutdown";
+	}
+	if (session_module->request_startup_func != ZEND_MODULE_ACTIVATE_N(rediscluster_session_call)) {
+		session_request_startup = session_module->request_startup_func;
+		session_module->request_startup_func = ZEND_MODULE_ACTIVATE_N(rediscluster_session_call);
+		session_request_shutdown = session_module->request_shutdown_func;
+		session_module->request_shutdown_func = ZEND_MODULE_DEACTIVATE_N(rediscluster_session_call);
+	}
+	return missing;
+}
+
+/* Gives each its own handler back, at MSHUTDOWN. */
+void rediscluster_session_unwrap_calls(void)
+{
+	for (size_t i = 0; i < sizeof(wrapped_functions) / sizeof(wrapped_functions[0]); i++) {
+		const wrapped_function *wrapped = &wrapped_functions[i];
+		zend_function *function = find_function(wrapped);
+		if (function && function->internal_function.handler == wrapped->wrapper) {
+			function->internal_function.handler = *wrapped->original;
+		}
+	}
+	if (session_module) {
+		session_module->request_startup_func = session_request_startup;
+		session_module->request_shutdown_func = session_request_shutdown;
+		session_module = NULL;
 	}
 }
 
