@@ -26,14 +26,15 @@ $go = rcs_go_file();
 $child = rcs_spawn($collect() . " session_id('$sid'); var_dump(session_start()); \$_SESSION['n'] = 2; " . rcs_hold_code($go) . $write,
     rcs_locking(['session.save_path' => $save_path]));
 // The request's connection, and the watchdog's, made at its first renewal: both close (a server's timeout, a middlebox).
-var_dump(rcs_wait_until(fn() => $clients() === 2));
+var_dump(rcs_wait_until(fn() => rcs_lock_keys_left($sid) !== [] && $clients() === 2));
 rcs_kill_clients($primary);
 $held = rcs_fill_node($primary);
 [$rejected, $slot_maps] = $counts();
 touch($go);
 echo rcs_wait($child);
 [$rejected_after, $slot_maps_after] = $counts();
-echo 'a few connects: ', json_encode($rejected_after - $rejected <= 8), ', the slot map kept: ', json_encode($slot_maps_after === $slot_maps), "\n";
+// The write's and the close's, and a renewal's that may have fallen due meanwhile.
+echo 'a few connects: ', json_encode($rejected_after - $rejected <= 12), ', the slot map kept: ', json_encode($slot_maps_after === $slot_maps), "\n";
 $held = [];
 var_dump(rcs_wait_until(fn() => rcs_lock_keys_left($sid) === [], 3));
 echo rcs_php("session_id('$sid'); session_start(); echo \$_SESSION['n'], \"\\n\";", rcs_locking());
@@ -43,7 +44,7 @@ $go = rcs_go_file();
 $warned = rcs_go_file();
 $child = rcs_spawn($collect($warned) . " session_id('$sid'); var_dump(session_start()); \$_SESSION['n'] = 3; " . rcs_hold_code($go) . $write,
     rcs_locking_unleased(['session.save_path' => $save_path, 'redis.session.lock_expire' => '60']));
-var_dump(rcs_wait_until(fn() => $clients() === 1));
+var_dump(rcs_wait_until(fn() => rcs_lock_keys_left($sid) !== [] && $clients() === 1));
 rcs_kill_clients($primary);
 $held = rcs_fill_node($primary);
 touch($go);
@@ -59,7 +60,7 @@ $go = rcs_go_file();
 $child = rcs_spawn($collect() . " session_id('$sid'); var_dump(session_start()); " . rcs_hold_code($go) . ' session_abort();'
     . ' echo "renewals failed: ", json_encode(rediscluster_session_stats()["lease_renewal_failures"] > 0), "\n";',
     rcs_locking(['session.save_path' => $save_path]));
-var_dump(rcs_wait_until(fn() => $clients() === 2));
+var_dump(rcs_wait_until(fn() => rcs_lock_keys_left($sid) !== [] && $clients() === 2));
 rcs_kill_clients($primary);
 $held = rcs_fill_node($primary);
 [$rejected, $slot_maps] = $counts();
