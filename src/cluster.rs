@@ -13,6 +13,9 @@
 //!   `MASTERDOWN`, `LOADING`, `READONLY` and broken or hung connections: a
 //!   failover or restart is under way; the map is fetched again and the
 //!   request retried.
+//! - A node at `maxclients` refusing the connection: no change of the
+//!   cluster, so the map stays; the connection is tried again after pauses
+//!   that grow ([`FULL_NODE_PAUSE`]).
 //!
 //! None of these replies means the request ran, except an I/O error, which
 //! may come after it ran: the session protocol makes every request safe to
@@ -45,6 +48,15 @@ const RECOVERY_PAUSE: Duration = Duration::from_millis(100);
 /// Pause before following a `MOVED` right after a fresh map: the cluster is
 /// still converging, and the pause keeps a redirect loop from spinning.
 const MOVED_PAUSE: Duration = Duration::from_millis(1);
+/// The first pause before connecting again to a node that refused us at
+/// `maxclients`; each next one doubles, up to [`FULL_NODE_PAUSE_MAX`]. Every
+/// retry costs the full node an accept, so a stuck request makes a few, not
+/// one every [`RECOVERY_PAUSE`].
+const FULL_NODE_PAUSE: Duration = Duration::from_millis(100);
+const FULL_NODE_PAUSE_MAX: Duration = Duration::from_secs(1);
+/// What the last try at a full node is left of the deadline: a pause that
+/// would end later ends this much before it instead.
+const FULL_NODE_LAST_TRY: Duration = Duration::from_millis(50);
 const NO_OWNER: u16 = u16::MAX;
 
 /// An exchange this large (request and replies) closes its connection
@@ -131,6 +143,9 @@ pub struct Request<'a> {
     /// Whether the session may be read elsewhere instead (`failover=error`):
     /// then `CLUSTERDOWN` and a refused primary end the request at once.
     pub may_fall_back: bool,
+    /// Whether to wait for a node at `maxclients` (pauses that grow until
+    /// the deadline), or give up at its first refusal.
+    pub wait_if_full: bool,
 }
 
 /// Why a request failed for good, and whether it may still succeed later.
@@ -149,6 +164,8 @@ pub struct Failure {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unreachable {
     Refused,
+    /// It refused the connection: it has `maxclients` clients already.
+    Full,
     TimedOut,
     Broken,
     /// It answered, `CLUSTERDOWN`: it may still serve reads.
@@ -157,7 +174,9 @@ pub enum Unreachable {
 
 impl Unreachable {
     fn of(error: &RedisError) -> Unreachable {
-        if error.is_connection_refusal() {
+        if link::refused_at_maxclients(error).is_some() {
+            Unreachable::Full
+        } else if error.is_connection_refusal() {
             Unreachable::Refused
         } else if error.is_timeout() {
             Unreachable::TimedOut
@@ -169,6 +188,7 @@ impl Unreachable {
     pub fn reason(self) -> &'static str {
         match self {
             Unreachable::Refused => "connection refused",
+            Unreachable::Full => "max number of clients reached",
             Unreachable::TimedOut => "no answer in time",
             Unreachable::Broken => "connection broken",
             Unreachable::ClusterDown => "the cluster is down",
@@ -274,6 +294,7 @@ impl Cluster {
         self.forget_if_forked();
         let mut ask: Option<NodeAddr> = None;
         let mut refusal_seen = false;
+        let mut full_node_pause = FULL_NODE_PAUSE;
         loop {
             let pause = match self.attempt(request, ask.take()) {
                 Ok((replies, Next::Done)) => {
@@ -308,6 +329,18 @@ impl Cluster {
                 Ok((_, Next::Down(_))) => {
                     self.refreshed = None;
                     RECOVERY_PAUSE
+                }
+                // A node at maxclients is up and where the map says: no new
+                // map, and a few tries until the deadline.
+                Err(failure) if link::refused_at_maxclients(&failure.error).is_some() => {
+                    let pause = request
+                        .wait_if_full
+                        .then(|| next_full_node_pause(&mut full_node_pause, request.deadline))
+                        .flatten();
+                    match pause {
+                        Some(pause) => pause,
+                        None => return Err(failure),
+                    }
                 }
                 // A refused primary may be one the map no longer names.
                 Err(failure)
@@ -487,9 +520,11 @@ impl Cluster {
                 {
                     self.ask_seed_last(seed);
                 }
+                let unreachable = Unreachable::of(&error);
                 Failure {
-                    unreachable: Some(Unreachable::of(&error)),
-                    broken: true,
+                    unreachable: Some(unreachable),
+                    // A node at maxclients ran nothing sent on the connection.
+                    broken: unreachable != Unreachable::Full,
                     ..Failure::new(error)
                 }
             })?;
@@ -621,10 +656,10 @@ impl Cluster {
                             self.install_fetched_map(map);
                             return Ok(());
                         }
-                        Err(error) => last_error = Some(error),
+                        Err(error) => remember_failure(&mut last_error, error),
                     }
                 }
-                Err(error) => last_error = Some(error),
+                Err(error) => remember_failure(&mut last_error, error),
             }
         }
         for seed_index in self.seed_order.clone() {
@@ -646,7 +681,7 @@ impl Cluster {
                     return Ok(());
                 }
                 Err(error) => {
-                    last_error = Some(error);
+                    remember_failure(&mut last_error, error);
                     self.ask_seed_last(seed_index);
                 }
             }
@@ -722,6 +757,30 @@ impl Cluster {
         self.nodes = owners;
         self.refreshed = Some(Instant::now());
     }
+}
+
+/// Keeps the last failure to fetch the map, but a node's refusal at
+/// `maxclients` over any later one: it is what to tell, and to wait for.
+fn remember_failure(last: &mut Option<RedisError>, error: RedisError) {
+    if last
+        .as_ref()
+        .is_none_or(|last| link::refused_at_maxclients(last).is_none())
+    {
+        *last = Some(error);
+    }
+}
+
+/// The pause before trying a node at `maxclients` again, growing with each
+/// (see [`FULL_NODE_PAUSE`]) and ending [`FULL_NODE_LAST_TRY`] before
+/// `deadline` at the latest; `None` when no try is left.
+fn next_full_node_pause(pause: &mut Duration, deadline: Instant) -> Option<Duration> {
+    let left = deadline
+        .saturating_duration_since(Instant::now())
+        .checked_sub(FULL_NODE_LAST_TRY)
+        .filter(|left| !left.is_zero())?;
+    let this = (*pause).min(left);
+    *pause = (*pause * 2).min(FULL_NODE_PAUSE_MAX);
+    Some(this)
 }
 
 /// The index of the node at `addr` in `nodes`, added (not connected) if new.
@@ -1148,6 +1207,23 @@ mod tests {
             .map(ToString::to_string)
             .collect();
         assert_eq!(replicas, ["10.0.0.1:8100"]);
+    }
+
+    #[test]
+    fn a_full_node_is_tried_after_pauses_that_double_up_to_a_second() {
+        let mut pause = FULL_NODE_PAUSE;
+        let far = Instant::now() + Duration::from_secs(60);
+        let pauses: Vec<u128> = (0..6)
+            .map(|_| next_full_node_pause(&mut pause, far).unwrap().as_millis())
+            .collect();
+        assert_eq!(pauses, [100, 200, 400, 800, 1000, 1000]);
+        // The last ends before the deadline, leaving time for one more try.
+        let near = Instant::now() + Duration::from_millis(300);
+        let last = next_full_node_pause(&mut pause, near).unwrap();
+        assert!(last <= Duration::from_millis(250), "{last:?}");
+        // No time for another.
+        let now = Instant::now() + FULL_NODE_LAST_TRY;
+        assert_eq!(next_full_node_pause(&mut pause, now), None);
     }
 
     #[test]

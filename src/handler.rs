@@ -22,7 +22,7 @@ use crate::request::{self, Read, Request};
 use crate::save_path::{self, Failover};
 use crate::settings::{self, IniSource, Settings};
 use crate::stats;
-use crate::store::{ClusterStore, LockStore, PrimaryUnreachable, SessionStore};
+use crate::store::{ClusterStore, LockStore, NodeFull, PrimaryUnreachable, SessionStore};
 use crate::watchdog::{self, LeaseView};
 
 /// How many fresh ids `create_sid` tries in strict mode before giving up.
@@ -710,7 +710,22 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
             Some(held) => {
                 // A write that failed before, in the same PHP call, may have spent its budget.
                 self.store.leave_grace_for_release();
-                lock::release(&mut self.store, &held).map(drop)
+                // Unleased, a lock not released lives `lock_expire`: worth
+                // the close's whole budget even at a node at maxclients that
+                // kept the write waiting. Leased, it lapses within a lease.
+                if held.lease().is_none() {
+                    self.store.wait_for_full_nodes();
+                }
+                lock::release(&mut self.store, &held)
+                    .map(drop)
+                    .map_err(|err| match err.downcast_ref::<NodeFull>() {
+                        // The release did not reach the primary: what ends the lock instead.
+                        Some(_) => anyhow::anyhow!(
+                            "{err}; if the session lock is still held, {}",
+                            held.lapse()
+                        ),
+                        None => err,
+                    })
             }
             None => Ok(()),
         };

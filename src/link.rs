@@ -507,7 +507,8 @@ fn poll_readable(sockets: &[&TcpStream], timeout_ms: i32) -> Option<Option<usize
 }
 
 /// A node that has `maxclients` clients already accepts a connection, sends
-/// this error and closes it: whatever was sent on it gets it as its first reply.
+/// this error and closes it: whatever was sent on it gets it as its first
+/// reply, and none of it ran.
 fn refused_for_maxclients(addr: &NodeAddr, reply: &Value) -> RedisResult<()> {
     match reply {
         Value::ServerError(error)
@@ -518,33 +519,61 @@ fn refused_for_maxclients(addr: &NodeAddr, reply: &Value) -> RedisResult<()> {
             stats::node_connection(stats::NodeEvent::RefusedMaxclients);
             Err(RedisError::from(io::Error::new(
                 io::ErrorKind::ConnectionRefused,
-                format!(
-                    "{addr} refused the connection: max number of clients reached (raise maxclients on the node, or hold fewer connections to it)"
-                ),
+                AtMaxclients(addr.clone()),
             )))
         }
         _ => Ok(()),
     }
 }
 
+/// The refusal of a node at `maxclients`, told apart from other failures:
+/// the node is up and the slot map right, so the router waits for a free
+/// connection rather than asking for a new map.
+#[derive(Debug)]
+struct AtMaxclients(NodeAddr);
+
+impl std::fmt::Display for AtMaxclients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} refused the connection: max number of clients reached (raise maxclients on the node, or hold fewer connections to it)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for AtMaxclients {}
+
+/// The node that refused the connection because it had `maxclients`
+/// clients already, if that is what `error` is.
+pub fn refused_at_maxclients(error: &RedisError) -> Option<&NodeAddr> {
+    io_error(error)?
+        .get_ref()?
+        .downcast_ref::<AtMaxclients>()
+        .map(|refusal| &refusal.0)
+}
+
 /// Whether an exchange failed because the node had closed the connection
 /// (EOF, reset, broken pipe) rather than by a timeout or a bad reply.
 pub fn closed_by_peer(error: &RedisError) -> bool {
+    io_error(error).is_some_and(|error| {
+        matches!(
+            error.kind(),
+            io::ErrorKind::UnexpectedEof
+                | io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+                | io::ErrorKind::BrokenPipe
+        )
+    })
+}
+
+/// The I/O error behind `error`, if it is one.
+fn io_error(error: &RedisError) -> Option<&io::Error> {
     // The crate keeps the io::Error behind an Arc, its only public trace.
     type Shared = Arc<dyn std::error::Error + Send + Sync>;
-    let source =
-        std::error::Error::source(error).and_then(|source| source.downcast_ref::<Shared>());
-    source
-        .and_then(|shared| shared.downcast_ref::<io::Error>())
-        .is_some_and(|error| {
-            matches!(
-                error.kind(),
-                io::ErrorKind::UnexpectedEof
-                    | io::ErrorKind::ConnectionReset
-                    | io::ErrorKind::ConnectionAborted
-                    | io::ErrorKind::BrokenPipe
-            )
-        })
+    std::error::Error::source(error)?
+        .downcast_ref::<Shared>()?
+        .downcast_ref::<io::Error>()
 }
 
 /// Connects to the first of the host's addresses that answers by `deadline`.
@@ -1011,6 +1040,38 @@ mod tests {
             )
             .unwrap();
         assert_eq!(replies, [Value::Okay]);
+    }
+
+    #[test]
+    fn a_node_at_maxclients_is_told_from_other_refusals() {
+        // What a full node sends a new connection before it closes it.
+        let node = fake_node(
+            b"-ERR max number of clients + cluster connections reached\r\n",
+            64,
+            Duration::ZERO,
+        );
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut link = Link::open(&plain_config(), &node, deadline).unwrap();
+        let error = link
+            .exchange(
+                b"*1\r\n$4\r\nPING\r\n",
+                0,
+                1,
+                ReplyWindow::new(Duration::MAX, deadline),
+            )
+            .unwrap_err();
+        assert_eq!(refused_at_maxclients(&error), Some(&node));
+        assert!(error.is_connection_refusal(), "{error}");
+        assert!(
+            error
+                .to_string()
+                .contains("refused the connection: max number of clients reached"),
+            "{error}"
+        );
+        let refused = RedisError::from(io::Error::from(io::ErrorKind::ConnectionRefused));
+        assert_eq!(refused_at_maxclients(&refused), None);
+        let other = RedisError::from((ErrorKind::Io, "max number of clients reached"));
+        assert_eq!(refused_at_maxclients(&other), None);
     }
 
     /// 1000 bytes that start with `header`, then `filler`: for a node that

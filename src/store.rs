@@ -6,7 +6,7 @@
 //! between threads. They are made on first use, never at module startup,
 //! because FPM forks after startup.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -18,6 +18,7 @@ use crate::cluster::{Cluster, ReadFrom, Request, Unreachable, is_redirect, is_tr
 use crate::config::ConnectionConfig;
 use crate::keys::{LockKeys, hash_slot};
 use crate::lifetime::Expiry;
+use crate::link;
 use crate::resp::{Decimal, pack, packed, packed_size};
 use crate::script::LuaScript;
 use crate::settings::{ReleaseCommand, ReplicaAck};
@@ -211,6 +212,9 @@ pub trait LockStore {
     /// A release is next: it has at least [`release_grace`] of the PHP call's
     /// budget, however little a failed write before it left.
     fn leave_grace_for_release(&mut self) {}
+    /// Has the next requests wait for a node at `maxclients` until the
+    /// budget runs out again, even after one of this session's did.
+    fn wait_for_full_nodes(&mut self) {}
 }
 
 /// Clusters one thread keeps; a worker alternating between a few save_paths
@@ -232,6 +236,13 @@ pub struct ClusterStore {
     /// What requests to a primary leave of the budget for a fallback read
     /// (`failover=error`); `None` when the session may not fall back.
     fallback_reserve: Option<Duration>,
+    /// Whether a request waits for a node at `maxclients` until the budget
+    /// runs out: once one of this session's has, and warned, the later ones
+    /// (the close's release after a failed write) try it once.
+    wait_if_full: Cell<bool>,
+    /// A node at `maxclients` was named in a warning: later ones say it in a
+    /// few words.
+    full_node_told: Cell<bool>,
 }
 
 /// A session's data and the value of its lifetime key, each if there.
@@ -260,6 +271,19 @@ impl std::fmt::Display for PrimaryUnreachable {
 }
 
 impl std::error::Error for PrimaryUnreachable {}
+
+/// A request a node at `maxclients` refused, for the hook to say what that
+/// leaves undone.
+#[derive(Debug)]
+pub struct NodeFull(String);
+
+impl std::fmt::Display for NodeFull {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NodeFull {}
 
 /// What a budget keeps for a fallback read when its primary hangs: on a
 /// refused connection or `CLUSTERDOWN` the request gives up sooner anyway.
@@ -292,6 +316,8 @@ impl ClusterStore {
         ClusterStore {
             config,
             fallback_reserve: None,
+            wait_if_full: Cell::new(true),
+            full_node_told: Cell::new(false),
         }
     }
 
@@ -365,6 +391,7 @@ impl ClusterStore {
             retry_broken: block.is_zero(),
             follow_redirects,
             may_fall_back: self.fallback_reserve.is_some(),
+            wait_if_full: self.wait_if_full.get(),
         };
         let result = self.with_cluster(|cluster| cluster.request(&request));
         if let (Some(_), Some(started)) = (budget_end, started)
@@ -374,21 +401,29 @@ impl ClusterStore {
             budget::extend(started.elapsed().min(block + BLOCK_LATENESS));
         }
         result.map_err(|failure| {
+            let full_node = link::refused_at_maxclients(&failure.error);
+            if full_node.is_some() {
+                self.wait_if_full.set(false);
+            }
+            let told_before = full_node.is_some() && self.full_node_told.replace(true);
             let context = if failure.no_map {
                 "Couldn't map cluster keyspace using any provided seed"
             } else {
                 "Error communicating with the Redis Cluster"
             };
             let error = failed(&failure.error, context);
-            match failure
-                .unreachable
-                .filter(|_| self.fallback_reserve.is_some())
-            {
-                Some(why) => anyhow::Error::new(PrimaryUnreachable {
-                    why,
-                    text: error.to_string(),
-                }),
-                None => error,
+            match (failure.unreachable, full_node) {
+                (Some(why), _) if self.fallback_reserve.is_some() => {
+                    anyhow::Error::new(PrimaryUnreachable {
+                        why,
+                        text: error.to_string(),
+                    })
+                }
+                (_, Some(node)) if told_before => anyhow::Error::new(NodeFull(format!(
+                    "{node} still refuses connections at maxclients"
+                ))),
+                (_, Some(_)) => anyhow::Error::new(NodeFull(error.to_string())),
+                _ => error,
             }
         })
     }
@@ -763,6 +798,10 @@ impl LockStore for ClusterStore {
 
     fn leave_grace_for_release(&mut self) {
         budget::leave_at_least(release_grace(self.config.read_timeout));
+    }
+
+    fn wait_for_full_nodes(&mut self) {
+        self.wait_if_full.set(true);
     }
 
     fn eval(&mut self, script: &LuaScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<Reply> {

@@ -41,6 +41,7 @@ use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
 use crate::cluster::{Cluster, Request};
 use crate::config::ConnectionConfig;
 use crate::keys::hash_slot;
+use crate::link::refused_at_maxclients;
 use crate::lock::{renewal_call, renewal_ttl};
 use crate::stats;
 use crate::store::script_command;
@@ -483,13 +484,13 @@ struct Renewal {
 /// What a renewal found.
 enum Outcome {
     /// The lease runs `ttl` from `sent`.
-    Renewed {
-        sent: Instant,
-        ttl: Duration,
-    },
+    Renewed { sent: Instant, ttl: Duration },
     /// The lock holds another secret, or none: its lease ran out.
     Lost,
-    Failed,
+    Failed {
+        /// A node at `maxclients` refused it until the round's end.
+        full_node: bool,
+    },
 }
 
 fn run(watchdog: &'static Watchdog) {
@@ -519,7 +520,11 @@ fn run(watchdog: &'static Watchdog) {
         }
         let outcomes =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| renew(&mut clusters, &due)))
-                .unwrap_or_else(|_| due.iter().map(|_| Outcome::Failed).collect());
+                .unwrap_or_else(|_| {
+                    due.iter()
+                        .map(|_| Outcome::Failed { full_node: false })
+                        .collect()
+                });
         let mut state = watchdog.state();
         // Stopped during the round: the timer `stop` armed is not undone.
         if state.stopping {
@@ -613,7 +618,7 @@ fn apply(entry: &mut Entry, outcome: Outcome) {
             entry.failed = 0;
         }
         Outcome::Lost => stats::lease_lost(),
-        Outcome::Failed => {
+        Outcome::Failed { full_node } => {
             stats::lease_renewal_failed();
             let now = Instant::now();
             // While the lease lasts every retry counts; past its end, only a
@@ -629,8 +634,11 @@ fn apply(entry: &mut Entry, outcome: Outcome) {
             let next = now + pause;
             // A whole lease past its end by our count: only a primary whose
             // clock runs that far behind ours could still hold it. Given up
-            // (the save's re-take may still take it again).
-            if next > entry.expires + entry.lease {
+            // (the save's re-take may still take it again). So is a lease
+            // whose primary, at maxclients, refused the round until the
+            // next try would come too late: each try costs that node an
+            // accept, and the round waited for it already.
+            if next > entry.expires + entry.lease || (full_node && next >= entry.expires) {
                 stats::lease_lost();
             } else {
                 entry.due = Some(next);
@@ -689,19 +697,21 @@ fn renew(clusters: &mut Vec<(Arc<ConnectionConfig>, Cluster)>, due: &[Renewal]) 
                 Ok([Value::Int(0)]) => Outcome::Lost,
                 Ok([Value::ServerError(error)]) => {
                     stats::error(crate::store::error_kind(&RedisError::from(error.clone())));
-                    Outcome::Failed
+                    Outcome::Failed { full_node: false }
                 }
-                Ok(_) => Outcome::Failed,
+                Ok(_) => Outcome::Failed { full_node: false },
                 Err(failure) => {
                     stats::error(crate::store::error_kind(&failure.error));
-                    Outcome::Failed
+                    Outcome::Failed {
+                        full_node: refused_at_maxclients(&failure.error).is_some(),
+                    }
                 }
             });
         }
     }
     outcomes
         .into_iter()
-        .map(|outcome| outcome.unwrap_or(Outcome::Failed))
+        .map(|outcome| outcome.unwrap_or(Outcome::Failed { full_node: false }))
         .collect()
 }
 
@@ -738,6 +748,7 @@ fn renew_request<'a>(
         retry_broken: true,
         follow_redirects: true,
         may_fall_back: false,
+        wait_if_full: true,
     }
 }
 
@@ -847,13 +858,11 @@ mod tests {
         }
     }
 
-    #[test]
-    fn failed_renewals_back_off_past_the_lease_and_stop_a_lease_after_it() {
-        let lease = Duration::from_millis(900);
-        let now = Instant::now();
+    /// A lock taken at `now`, its lease not renewed yet.
+    fn entry_taken_at(now: Instant, lease: Duration) -> Entry {
         let config =
             ConnectionConfig::from(&crate::save_path::parse("seed[]=127.0.0.1:1").unwrap());
-        let mut entry = Entry {
+        Entry {
             id: 0,
             owner: 0,
             config: Arc::new(config),
@@ -872,11 +881,18 @@ mod tests {
             due: None,
             renewed: false,
             failed: 0,
-        };
+        }
+    }
+
+    #[test]
+    fn failed_renewals_back_off_past_the_lease_and_stop_a_lease_after_it() {
+        let lease = Duration::from_millis(900);
+        let now = Instant::now();
+        let mut entry = entry_taken_at(now, lease);
         let mut pauses = Vec::new();
         loop {
             let before = Instant::now();
-            apply(&mut entry, Outcome::Failed);
+            apply(&mut entry, Outcome::Failed { full_node: false });
             let Some(due) = entry.due.take() else { break };
             let pause = due - before;
             pauses.push(pause.as_millis() / 50 * 50);
@@ -896,6 +912,20 @@ mod tests {
             },
         );
         assert_eq!(entry.failed, 0, "a renewal starts the pauses again");
+    }
+
+    #[test]
+    fn a_lease_a_full_node_refused_to_its_end_is_given_up() {
+        let lease = Duration::from_millis(900);
+        let now = Instant::now();
+        let mut entry = entry_taken_at(now, lease);
+        // Refused with most of the lease left: tried again while it lasts.
+        apply(&mut entry, Outcome::Failed { full_node: true });
+        assert!(entry.due.take().is_some());
+        // Refused until the next try would come after the lease's end.
+        entry.expires = Instant::now() + RETRY_PAUSE / 2;
+        apply(&mut entry, Outcome::Failed { full_node: true });
+        assert_eq!(entry.due, None);
     }
 }
 

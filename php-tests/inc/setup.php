@@ -318,3 +318,39 @@ function rcs_go_file(): string {
     register_shutdown_function(fn() => @unlink($file));
     return $file;
 }
+
+// ---- A node at maxclients ----
+
+/**
+ * Fills the node at $addr: its maxclients lowered to a few above the clients it has, then
+ * connections opened until it refuses one ("max number of clients reached"), as a fleet of
+ * workers would. Returns them: closing them frees the node. Its maxclients is set back at exit.
+ */
+function rcs_fill_node(string $addr): array {
+    $maxclients = Resp::send($addr, ['CONFIG', 'GET', 'maxclients'])[1];
+    register_shutdown_function(fn() => Resp::send($addr, ['CONFIG', 'SET', 'maxclients', $maxclients]));
+    // Clients, replicas' links and the cluster bus all count against maxclients.
+    $info = Resp::send($addr, ['INFO', 'clients']) . Resp::send($addr, ['INFO', 'replication']);
+    preg_match_all('/^(?:connected_clients|cluster_connections|connected_slaves):(\d+)/m', $info, $m);
+    Resp::send($addr, ['CONFIG', 'SET', 'maxclients', (string)(array_sum($m[1]) + 5)]);
+    $held = [];
+    for ($i = 0; $i < 100; $i++) {
+        $socket = stream_socket_client("tcp://$addr", $errno, $errstr, 2);
+        stream_set_timeout($socket, 5);
+        fwrite($socket, "*1\r\n\$4\r\nPING\r\n");
+        $reply = (string)fgets($socket);
+        if (str_starts_with($reply, '-ERR max number of clients') && $held !== []) return $held;
+        if ($reply !== "+PONG\r\n") throw new RuntimeException("$addr answered $reply");
+        $held[] = $socket;
+    }
+    throw new RuntimeException("$addr took 100 connections more than maxclients allows");
+}
+
+/** Closes every client connection of the node at $addr but this test's own and MONITORs (scripts/test.sh watches the primaries). */
+function rcs_kill_clients(string $addr): void {
+    foreach (explode("\n", Resp::send($addr, ['CLIENT', 'LIST', 'TYPE', 'normal'])) as $line) {
+        if (!str_contains($line, 'cmd=monitor') && !str_contains($line, 'cmd=client|list') && preg_match('/^id=(\d+) /', $line, $m)) {
+            Resp::send($addr, ['CLIENT', 'KILL', 'ID', $m[1]]);
+        }
+    }
+}

@@ -586,6 +586,7 @@ fn a_stalled_primary_delays_no_other_primarys_batch() {
         retry_broken: true,
         follow_redirects: true,
         may_fall_back: false,
+        wait_if_full: true,
     };
     // Connected to both, as a watchdog that renewed before.
     let warm = cluster.request_each(&[request(&on_a, &set_a), request(&on_b, &set_b)]);

@@ -211,6 +211,22 @@ impl HeldLock {
         })
     }
 
+    /// What ends the lock when its release never reached the primary, in
+    /// the words of a warning: its lease, which is no longer renewed, or
+    /// else `lock_expire` from its take.
+    pub fn lapse(&self) -> String {
+        match &self.leased {
+            Some(leased) => format!(
+                "its lease lets it go within {} ms (rediscluster_session.lock_lease_ms)",
+                leased.lease.as_millis()
+            ),
+            None => format!(
+                "it expires within redis.session.lock_expire ({} ms)",
+                String::from_utf8_lossy(self.expire_ms.as_bytes())
+            ),
+        }
+    }
+
     /// Out of the watchdog, before a call that releases the lock: a renewal
     /// answered after it would count a lock lost.
     fn unwatch(&self) {
