@@ -10,7 +10,8 @@
 //! knows of its sessions between hooks), `budget` (one time budget per PHP call),
 //! `store` (the storage interfaces and their cluster implementation),
 //! `config` (how to reach a cluster), `cluster` (slot map, redirects and
-//! retries), `link` (one node connection), `resp` (packing commands, parsing replies), `stats` (the
+//! retries), `link` (one node connection), `resolve` (host names, within the
+//! connect's deadline), `resp` (packing commands, parsing replies), `stats` (the
 //! counters behind `rediscluster_session_stats()`) and `watchdog` (the thread
 //! that renews the leases of held locks).
 
@@ -24,6 +25,7 @@ pub mod lifetime;
 pub mod link;
 pub mod lock;
 pub mod request;
+pub mod resolve;
 pub mod resp;
 pub mod save_path;
 pub mod script;

@@ -10,7 +10,8 @@
 //! node announces; its API offers no way around any of it.
 
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 use crate::config::{ConnectionConfig, NodeAddr};
+use crate::resolve;
 use crate::resp::{Framer, packed, parse};
 use crate::save_path::Tls;
 use crate::stats;
@@ -308,9 +310,8 @@ impl Write for Bounded<'_> {
 }
 
 impl Link {
-    /// A connection whose connect and TLS handshake end by `deadline` (a
-    /// host name's lookup aside: see [`connect_tcp`]); its AUTH goes with the
-    /// first exchange.
+    /// A connection whose lookup, connect and TLS handshake end by
+    /// `deadline`; its AUTH goes with the first exchange.
     pub fn open(
         config: &ConnectionConfig,
         addr: &NodeAddr,
@@ -451,18 +452,27 @@ impl Link {
 /// nobody asked for), hung up or failed. A failed `poll` counts as closed:
 /// a new connection is the safe choice.
 fn readable_or_closed(socket: &TcpStream) -> bool {
-    poll_readable(&[socket], 0).is_none_or(|ready| ready.is_some())
+    poll_readable(&[socket.as_raw_fd()], 0).is_none_or(|ready| ready.is_some())
 }
 
 /// Which of `links` has something to read (a reply, EOF, an error) first,
 /// waiting until `deadline`; `None` if none has by then.
 pub fn first_ready(links: &[&Link], deadline: Instant) -> Option<usize> {
-    let sockets: Vec<&TcpStream> = links.iter().map(|link| link.stream.socket()).collect();
+    let sockets: Vec<RawFd> = links
+        .iter()
+        .map(|link| link.stream.socket().as_raw_fd())
+        .collect();
+    first_readable(&sockets, deadline)
+}
+
+/// Which of `sockets` has something to read (or an error) first, waiting
+/// until `deadline`; `None` if none has by then.
+pub(crate) fn first_readable(sockets: &[RawFd], deadline: Instant) -> Option<usize> {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         // Rounded up: a poll that returns before the deadline would spin.
         let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
-        match poll_readable(&sockets, ms) {
+        match poll_readable(sockets, ms) {
             Some(Some(ready)) => return Some(ready),
             // Woken a little early: poll again.
             Some(None) if !left.is_zero() => {}
@@ -475,9 +485,8 @@ pub fn first_ready(links: &[&Link], deadline: Instant) -> Option<usize> {
 
 /// One `poll` of `sockets` for up to `timeout_ms`: the first readable, hung
 /// up or failed (`Some(None)`: none in time; `None`: the poll failed).
-fn poll_readable(sockets: &[&TcpStream], timeout_ms: i32) -> Option<Option<usize>> {
+fn poll_readable(sockets: &[RawFd], timeout_ms: i32) -> Option<Option<usize>> {
     use std::ffi::{c_int, c_short, c_ulong};
-    use std::os::fd::AsRawFd;
     #[repr(C)]
     struct PollFd {
         fd: c_int,
@@ -495,8 +504,8 @@ fn poll_readable(sockets: &[&TcpStream], timeout_ms: i32) -> Option<Option<usize
     const POLLRDHUP: c_short = 0;
     let mut entries: Vec<PollFd> = sockets
         .iter()
-        .map(|socket| PollFd {
-            fd: socket.as_raw_fd(),
+        .map(|&socket| PollFd {
+            fd: socket,
             events: POLLIN | POLLRDHUP,
             revents: 0,
         })
@@ -578,24 +587,32 @@ fn io_error(error: &RedisError) -> Option<&io::Error> {
 
 /// Connects to the first of the host's addresses that answers by `deadline`.
 fn connect_tcp(addr: &NodeAddr, deadline: Instant) -> io::Result<TcpStream> {
-    let addresses = match addr.host.parse::<IpAddr>() {
-        Ok(ip) => vec![SocketAddr::new(ip, addr.port)],
-        // A host name's lookup is outside the deadline: `getaddrinfo` takes no
-        // timeout, and giving up on it means leaving a thread inside it; a
-        // `pcntl_fork()` meanwhile hands the child the resolver's locks, held
-        // by a thread it does not have, and its next lookup hangs. The
-        // resolver's own timeouts (resolv.conf) bound it.
-        Err(_) => (addr.host.as_str(), addr.port).to_socket_addrs()?.collect(),
+    let literal = addr.host.parse::<IpAddr>().ok();
+    let addresses = match literal {
+        Some(ip) => vec![ip],
+        // On this thread, within the deadline: `getaddrinfo` takes no
+        // timeout, and a thread given up on inside it would hand a
+        // `pcntl_fork()` child the resolver's locks, held by a thread the
+        // child does not have. `resolve` says where it still falls back to
+        // `getaddrinfo`, unbounded.
+        None => resolve::lookup(&addr.host, deadline)?,
     };
     let mut last_error = None;
-    for address in addresses {
+    for ip in addresses {
         let remaining = deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
             break;
         }
-        match TcpStream::connect_timeout(&address, remaining) {
+        match TcpStream::connect_timeout(&SocketAddr::new(ip, addr.port), remaining) {
             Ok(stream) => return Ok(stream),
-            Err(error) => last_error = Some(error),
+            Err(error) => {
+                if literal.is_none() {
+                    // The name may point elsewhere now (a DNS endpoint
+                    // whose nodes changed): the next connect asks again.
+                    resolve::forget(&addr.host);
+                }
+                last_error = Some(error);
+            }
         }
     }
     Err(last_error.unwrap_or_else(|| {

@@ -154,10 +154,11 @@ define('PHPREDIS', explode(',', getenv('RCS_PHPREDIS') === false ? 'igbinary,red
 
 /**
  * Starts a child PHP running $code in the background, with the helpers loaded
- * and this test's session INI (and $ini_dir's php.ini and conf.d, if given).
+ * and this test's session INI (and $ini_dir's php.ini and conf.d, if given),
+ * under the command $wrap if given (one that ends in `exec "$@"`).
  * Returns what rcs_wait() takes.
  */
-function rcs_spawn(string $code, array $ini = [], ?array $load = null, ?string $ini_dir = null): array {
+function rcs_spawn(string $code, array $ini = [], ?array $load = null, ?string $ini_dir = null, array $wrap = []): array {
     $script = tempnam(sys_get_temp_dir(), "rcs");
     unlink($script);
     $script .= ".php";
@@ -165,8 +166,7 @@ function rcs_spawn(string $code, array $ini = [], ?array $load = null, ?string $
     $declare = preg_match('/^declare\([^)]*\);/', $code, $m) ? $m[0] : '';
     $code = substr($code, strlen($declare));
     file_put_contents($script, "<?php $declare require " . var_export(__FILE__, true) . ";\n" . $code);
-    $cmd = rcs_php_command(rcs_session_ini($ini), $load, $ini_dir);
-    $cmd[] = $script;
+    $cmd = [...$wrap, ...rcs_php_command(rcs_session_ini($ini), $load, $ini_dir), $script];
     $env = ['RCS_PREFIX' => rcs_prefix(), ...($ini_dir === null ? [] : ['PHP_INI_SCAN_DIR' => "$ini_dir/conf.d"])] + getenv();
     $proc = proc_open($cmd, [0 => ['pipe', 'r'], 1 => ['pipe', 'w'], 2 => ['redirect', 1]], $pipes, null, $env);
     // Its standard input, for a child that takes orders line by line.

@@ -1,0 +1,1235 @@
+//! A node's host name resolved within the connect's deadline: a stub
+//! resolver that reads `/etc/hosts` and `/etc/resolv.conf` as glibc does and
+//! asks the name servers over UDP, each wait cut to what is left.
+//!
+//! Not `getaddrinfo`: it takes no timeout (a name server answering in 5 s
+//! held a 2 s budget for 5 s), and a thread given up on inside it would hand
+//! a `pcntl_fork()` child the resolver's locks, held by a thread the child
+//! does not have. This runs on the caller's thread, holds no lock, and its
+//! sockets close before it returns.
+//!
+//! - Order: `/etc/hosts` (`localhost` is the loopback addresses when not
+//!   listed there), this thread's cache, then DNS. Both files are read at
+//!   each lookup: containers rewrite them.
+//! - DNS: the names resolv.conf's `search` (or `domain`) and `ndots` make of
+//!   the host, in glibc's order; for each, A and AAAA at once, from two
+//!   sockets (a conntrack race drops one of two datagrams sent at once from
+//!   one port), to the name servers in turn, `attempts` times over, each
+//!   waited on up to `timeout`. NXDOMAIN, or no address of either type: the
+//!   next name. SERVFAIL, REFUSED, an ICMP error, no reply or a truncated
+//!   reply with no address in it: the next server (no retry over TCP: a
+//!   node's few addresses fit in a UDP reply). A datagram that does not
+//!   answer the question asked is ignored.
+//! - Fallback, outside the deadline: `getaddrinfo` when resolv.conf names
+//!   no usable server, or when every name was answered as having no address
+//!   (nsswitch.conf's other sources, mDNS or LDAP say, may know it).
+//! - Cache: per thread, a name's DNS answer for its TTL (an hour at most),
+//!   until a connect to one of its addresses fails.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+use crate::link::first_readable;
+
+const HOSTS: &str = "/etc/hosts";
+const RESOLV_CONF: &str = "/etc/resolv.conf";
+/// glibc's limits: `MAXNS`, `RES_MAXNDOTS`, `RES_MAXRETRANS`, `RES_MAXRETRY`.
+const MAX_NAMESERVERS: usize = 3;
+const MAX_NDOTS: usize = 15;
+const MAX_TIMEOUT_SECONDS: u64 = 30;
+const MAX_ATTEMPTS: u32 = 5;
+/// The longest a DNS answer is kept, whatever TTL it comes with.
+const LONGEST_TTL: Duration = Duration::from_secs(3600);
+/// Names a thread keeps answers for.
+const CACHED_NAMES: usize = 64;
+/// Once one of A and AAAA has addresses, how much longer the other is
+/// waited for: A's come first in the connect order, so a late or dropped
+/// AAAA reply must not spend the budget.
+const OTHER_TYPE_GRACE: Duration = Duration::from_millis(100);
+/// A name's longest wire form, and the most compression pointers followed
+/// in one name (a loop of them ends there).
+const MAX_NAME: usize = 255;
+const MAX_POINTERS: usize = 128;
+/// Larger than any reply to a query without EDNS (512 bytes).
+const REPLY_BUFFER: usize = 4096;
+
+const TYPE_A: u16 = 1;
+const TYPE_CNAME: u16 = 5;
+const TYPE_AAAA: u16 = 28;
+const CLASS_IN: u16 = 1;
+const FLAG_REPLY: u16 = 0x8000;
+const OPCODE: u16 = 0x7800;
+const FLAG_TRUNCATED: u16 = 0x0200;
+const FLAG_RECURSION_DESIRED: u16 = 0x0100;
+const RCODE: u16 = 0x000f;
+
+/// What resolv.conf says of the name servers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResolvConf {
+    pub nameservers: Vec<SocketAddr>,
+    pub search: Vec<String>,
+    pub ndots: usize,
+    /// How long one server is waited on for one name.
+    pub timeout: Duration,
+    /// How many times each server is asked for one name.
+    pub attempts: u32,
+}
+
+impl Default for ResolvConf {
+    /// glibc's defaults.
+    fn default() -> Self {
+        ResolvConf {
+            nameservers: Vec::new(),
+            search: Vec::new(),
+            ndots: 1,
+            timeout: Duration::from_secs(5),
+            attempts: 2,
+        }
+    }
+}
+
+impl ResolvConf {
+    pub fn parse(text: &str) -> ResolvConf {
+        let mut conf = ResolvConf::default();
+        for line in text.lines() {
+            let mut words = line.split_whitespace();
+            match words.next() {
+                Some("nameserver") => {
+                    // A scoped IPv6 address (`fe80::1%eth0`) does not parse: skipped.
+                    if let Some(ip) = words.next().and_then(|word| word.parse::<IpAddr>().ok())
+                        && conf.nameservers.len() < MAX_NAMESERVERS
+                    {
+                        conf.nameservers.push(SocketAddr::new(ip, 53));
+                    }
+                }
+                // The last of `search` and `domain` wins.
+                Some("search") => conf.search = words.map(str::to_owned).collect(),
+                Some("domain") => {
+                    conf.search = words.next().map(str::to_owned).into_iter().collect()
+                }
+                Some("options") => words.for_each(|option| conf.set_option(option)),
+                _ => {}
+            }
+        }
+        conf
+    }
+
+    fn set_option(&mut self, option: &str) {
+        let Some((name, value)) = option.split_once(':') else {
+            return;
+        };
+        match name {
+            "ndots" => {
+                if let Ok(ndots) = value.parse::<usize>() {
+                    self.ndots = ndots.min(MAX_NDOTS);
+                }
+            }
+            "timeout" => {
+                if let Ok(seconds) = value.parse::<u64>() {
+                    self.timeout = Duration::from_secs(seconds.clamp(1, MAX_TIMEOUT_SECONDS));
+                }
+            }
+            "attempts" => {
+                if let Ok(attempts) = value.parse::<u32>() {
+                    self.attempts = attempts.clamp(1, MAX_ATTEMPTS);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A name's addresses from DNS, and how long they may be kept.
+#[derive(Clone, Debug, PartialEq)]
+struct Found {
+    addresses: Vec<IpAddr>,
+    ttl: Duration,
+}
+
+struct Cached {
+    addresses: Vec<IpAddr>,
+    until: Instant,
+}
+
+thread_local! {
+    /// This thread's DNS answers (the watchdog's thread has its own).
+    static CACHE: RefCell<HashMap<String, Cached>> = RefCell::new(HashMap::new());
+}
+
+/// The addresses of `host`, a name (not an IP address), in the order to try
+/// them; DNS is asked within `deadline`.
+pub fn lookup(host: &str, deadline: Instant) -> io::Result<Vec<IpAddr>> {
+    let read =
+        |path: &str| String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
+    lookup_in(
+        host,
+        deadline,
+        &read(HOSTS),
+        &ResolvConf::parse(&read(RESOLV_CONF)),
+    )
+}
+
+/// A connect to one of `host`'s addresses failed: the next lookup asks DNS again.
+pub fn forget(host: &str) {
+    CACHE.with_borrow_mut(|cache| cache.remove(host));
+}
+
+fn lookup_in(
+    host: &str,
+    deadline: Instant,
+    hosts: &str,
+    conf: &ResolvConf,
+) -> io::Result<Vec<IpAddr>> {
+    let listed = hosts_addresses(hosts, host);
+    if !listed.is_empty() {
+        return Ok(listed);
+    }
+    if host
+        .strip_suffix('.')
+        .unwrap_or(host)
+        .eq_ignore_ascii_case("localhost")
+    {
+        return Ok(vec![Ipv4Addr::LOCALHOST.into(), Ipv6Addr::LOCALHOST.into()]);
+    }
+    if let Some(addresses) = cached(host) {
+        return Ok(addresses);
+    }
+    if !conf.nameservers.is_empty()
+        && let Some(found) = ask_name_servers(conf, host, deadline)?
+    {
+        remember(host, &found);
+        return Ok(found.addresses);
+    }
+    // Unbounded, but only where DNS has answered or is not configured.
+    match (host, 0).to_socket_addrs() {
+        Ok(addresses) => Ok(addresses.map(|address| address.ip()).collect()),
+        Err(error) => Err(io::Error::new(
+            error.kind(),
+            format!("resolving {host} failed: {error}"),
+        )),
+    }
+}
+
+fn cached(host: &str) -> Option<Vec<IpAddr>> {
+    let now = Instant::now();
+    CACHE.with_borrow(|cache| {
+        cache
+            .get(host)
+            .filter(|entry| entry.until > now)
+            .map(|entry| entry.addresses.clone())
+    })
+}
+
+fn remember(host: &str, found: &Found) {
+    if found.ttl.is_zero() {
+        return;
+    }
+    let now = Instant::now();
+    CACHE.with_borrow_mut(|cache| {
+        if cache.len() >= CACHED_NAMES && !cache.contains_key(host) {
+            cache.retain(|_, entry| entry.until > now);
+            if cache.len() >= CACHED_NAMES
+                && let Some(oldest) = cache
+                    .iter()
+                    .min_by_key(|(_, entry)| entry.until)
+                    .map(|(name, _)| name.clone())
+            {
+                cache.remove(&oldest);
+            }
+        }
+        cache.insert(
+            host.to_owned(),
+            Cached {
+                addresses: found.addresses.clone(),
+                until: now + found.ttl,
+            },
+        );
+    });
+}
+
+/// The addresses `/etc/hosts` (its text) lists for `host`, IPv4 first.
+fn hosts_addresses(text: &str, host: &str) -> Vec<IpAddr> {
+    let host = host.strip_suffix('.').unwrap_or(host);
+    let mut addresses: Vec<IpAddr> = Vec::new();
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or_default();
+        let mut fields = line.split_whitespace();
+        let Some(Ok(address)) = fields.next().map(str::parse::<IpAddr>) else {
+            continue;
+        };
+        if fields.any(|name| name.eq_ignore_ascii_case(host)) && !addresses.contains(&address) {
+            addresses.push(address);
+        }
+    }
+    addresses.sort_by_key(IpAddr::is_ipv6);
+    addresses
+}
+
+/// The names DNS is asked for, in glibc's order: a name ending in a dot as
+/// it is only; one with at least `ndots` dots as it is, then under each
+/// search domain; one with fewer under each search domain, then as it is.
+fn candidate_names(host: &str, conf: &ResolvConf) -> Vec<String> {
+    if let Some(absolute) = host.strip_suffix('.') {
+        return vec![absolute.to_owned()];
+    }
+    let searched = conf.search.iter().map(|domain| {
+        let domain = domain.strip_suffix('.').unwrap_or(domain);
+        format!("{host}.{domain}")
+    });
+    let mut names = Vec::with_capacity(conf.search.len() + 1);
+    if host.matches('.').count() >= conf.ndots {
+        names.push(host.to_owned());
+        names.extend(searched);
+    } else {
+        names.extend(searched);
+        names.push(host.to_owned());
+    }
+    names
+}
+
+/// `name` in DNS's wire form, lower case: its labels, each after its
+/// length, then the root's empty label. `None` for a name DNS cannot carry.
+fn wire_name(name: &str) -> Option<Vec<u8>> {
+    let mut wire = Vec::with_capacity(name.len() + 2);
+    for label in name.split('.') {
+        if label.is_empty() || label.len() > 63 {
+            return None;
+        }
+        wire.push(label.len() as u8);
+        wire.extend(label.bytes().map(|byte| byte.to_ascii_lowercase()));
+    }
+    wire.push(0);
+    (wire.len() <= MAX_NAME).then_some(wire)
+}
+
+/// A query for `qname`'s records of type `qtype`, recursion desired.
+fn query(id: u16, qname: &[u8], qtype: u16) -> Vec<u8> {
+    let mut message = Vec::with_capacity(12 + qname.len() + 4);
+    message.extend_from_slice(&id.to_be_bytes());
+    message.extend_from_slice(&FLAG_RECURSION_DESIRED.to_be_bytes());
+    // One question; no answer, authority or additional record.
+    message.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0, 0]);
+    message.extend_from_slice(qname);
+    message.extend_from_slice(&qtype.to_be_bytes());
+    message.extend_from_slice(&CLASS_IN.to_be_bytes());
+    message
+}
+
+/// What one reply says of the name asked.
+#[derive(Debug, PartialEq)]
+enum Answer {
+    Addresses(Found),
+    /// NXDOMAIN.
+    NoSuchName,
+    /// The name exists, with no address of the type asked.
+    NoAddress,
+    /// This server could not answer: why.
+    Failed(String),
+}
+
+/// What reply `message` says of the query `id` for `qname`'s records of
+/// type `qtype`; `None` if it answers some other query. Every length in it
+/// is checked: a broken or hostile reply is refused, never trusted.
+fn answer(message: &[u8], id: u16, qname: &[u8], qtype: u16) -> Option<Answer> {
+    let mut reader = Reader { message, at: 0 };
+    let (reply_id, flags, questions, records) =
+        (reader.u16()?, reader.u16()?, reader.u16()?, reader.u16()?);
+    // The authority and additional sections are not read.
+    reader.bytes(4)?;
+    if reply_id != id || flags & FLAG_REPLY == 0 || flags & OPCODE != 0 {
+        return None;
+    }
+    let rcode = flags & RCODE;
+    match questions {
+        1 => {
+            if reader.name()? != qname || reader.u16()? != qtype || reader.u16()? != CLASS_IN {
+                return None;
+            }
+        }
+        // Some servers leave the question out of an error reply.
+        0 if rcode != 0 => {}
+        _ => return None,
+    }
+    match rcode {
+        0 => {}
+        3 => return Some(Answer::NoSuchName),
+        2 => return Some(Answer::Failed("SERVFAIL".into())),
+        5 => return Some(Answer::Failed("REFUSED".into())),
+        other => return Some(Answer::Failed(format!("RCODE {other}"))),
+    }
+    let truncated = flags & FLAG_TRUNCATED != 0;
+    // The name asked and its aliases, each CNAME record leading to the next
+    // (a recursive server puts the chain and the target's addresses in one
+    // answer); records of any other owner are not about this name.
+    let mut names = vec![qname.to_vec()];
+    let mut found = Found {
+        addresses: Vec::new(),
+        ttl: LONGEST_TTL,
+    };
+    for _ in 0..records {
+        let Some(record) = reader.record() else {
+            // A truncated reply ends where the server cut it.
+            if truncated {
+                break;
+            }
+            return Some(Answer::Failed("a malformed reply".into()));
+        };
+        if record.class != CLASS_IN || !names.contains(&record.owner) {
+            continue;
+        }
+        match (record.kind, record.data.len()) {
+            (TYPE_CNAME, _) => {
+                let Some(target) = (Reader {
+                    message,
+                    at: record.data_at,
+                })
+                .name() else {
+                    return Some(Answer::Failed("a malformed reply".into()));
+                };
+                names.push(target);
+            }
+            (TYPE_A, 4) if qtype == TYPE_A => {
+                let octets: [u8; 4] = record.data.try_into().expect("4 bytes");
+                found.addresses.push(IpAddr::from(octets));
+            }
+            (TYPE_AAAA, 16) if qtype == TYPE_AAAA => {
+                let octets: [u8; 16] = record.data.try_into().expect("16 bytes");
+                found.addresses.push(IpAddr::from(octets));
+            }
+            _ => continue,
+        }
+        found.ttl = found.ttl.min(Duration::from_secs(record.ttl.into()));
+    }
+    Some(if !found.addresses.is_empty() {
+        Answer::Addresses(found)
+    } else if truncated {
+        Answer::Failed("a truncated reply without an address".into())
+    } else {
+        Answer::NoAddress
+    })
+}
+
+struct Record<'a> {
+    owner: Vec<u8>,
+    kind: u16,
+    class: u16,
+    ttl: u32,
+    data: &'a [u8],
+    /// Where `data` starts in the message: a name in it may point anywhere before.
+    data_at: usize,
+}
+
+/// A DNS message read from its start, every read bounds-checked.
+struct Reader<'a> {
+    message: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn bytes(&mut self, count: usize) -> Option<&'a [u8]> {
+        let bytes = self.message.get(self.at..self.at.checked_add(count)?)?;
+        self.at += count;
+        Some(bytes)
+    }
+
+    fn u16(&mut self) -> Option<u16> {
+        self.bytes(2)
+            .map(|bytes| u16::from_be_bytes([bytes[0], bytes[1]]))
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        self.bytes(4)
+            .map(|bytes| u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]))
+    }
+
+    /// A name in lower-case wire form, its compression pointers followed.
+    fn name(&mut self) -> Option<Vec<u8>> {
+        let mut wire = Vec::new();
+        let mut at = self.at;
+        // Where reading goes on after the name: past its first pointer.
+        let mut after = None;
+        let mut pointers = 0;
+        loop {
+            let length = *self.message.get(at)?;
+            match length >> 6 {
+                0 => {
+                    let end = at + 1 + usize::from(length);
+                    let label = self.message.get(at + 1..end)?;
+                    wire.push(length);
+                    wire.extend(label.iter().map(u8::to_ascii_lowercase));
+                    if wire.len() > MAX_NAME {
+                        return None;
+                    }
+                    at = end;
+                    if length == 0 {
+                        break;
+                    }
+                }
+                3 => {
+                    let low = *self.message.get(at + 1)?;
+                    after.get_or_insert(at + 2);
+                    pointers += 1;
+                    if pointers > MAX_POINTERS {
+                        return None;
+                    }
+                    at = usize::from(length & 0x3f) << 8 | usize::from(low);
+                }
+                // The extended label types, never used.
+                _ => return None,
+            }
+        }
+        self.at = after.unwrap_or(at);
+        Some(wire)
+    }
+
+    fn record(&mut self) -> Option<Record<'a>> {
+        let owner = self.name()?;
+        let (kind, class, ttl, length) = (self.u16()?, self.u16()?, self.u32()?, self.u16()?);
+        let data_at = self.at;
+        let data = self.bytes(usize::from(length))?;
+        Some(Record {
+            owner,
+            kind,
+            class,
+            ttl,
+            data,
+            data_at,
+        })
+    }
+}
+
+/// The addresses the name servers of `conf` give `host`, asked within
+/// `deadline`; `None` if every name it may stand for has none.
+fn ask_name_servers(conf: &ResolvConf, host: &str, deadline: Instant) -> io::Result<Option<Found>> {
+    let started = Instant::now();
+    let mut unanswered = None;
+    for name in candidate_names(host, conf) {
+        let Some(qname) = wire_name(&name) else {
+            continue;
+        };
+        match ask_servers(conf, &qname, deadline) {
+            Round::Found(found) => return Ok(Some(found)),
+            Round::Absent => {}
+            Round::Unanswered(why) => {
+                if Instant::now() >= deadline {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "resolving {host} timed out after {} ms",
+                            started.elapsed().as_millis()
+                        ),
+                    ));
+                }
+                unanswered = Some(why);
+            }
+        }
+    }
+    match unanswered {
+        None => Ok(None),
+        Some(why) => Err(io::Error::other(format!("resolving {host} failed: {why}"))),
+    }
+}
+
+/// What a server, or all of them, made of one name.
+enum Round {
+    Found(Found),
+    /// The name has no address.
+    Absent,
+    /// No answer to go by: why.
+    Unanswered(String),
+}
+
+/// One name asked of the servers in turn, `attempts` times over, until one
+/// of them settles it or `deadline` passes.
+fn ask_servers(conf: &ResolvConf, qname: &[u8], deadline: Instant) -> Round {
+    let mut why = String::from("no name server asked");
+    for _ in 0..conf.attempts {
+        for &server in &conf.nameservers {
+            let now = Instant::now();
+            if now >= deadline {
+                return Round::Unanswered(why);
+            }
+            match ask_server(server, qname, (now + conf.timeout).min(deadline)) {
+                Round::Unanswered(reason) => why = reason,
+                settled => return settled,
+            }
+        }
+    }
+    Round::Unanswered(why)
+}
+
+/// One query on a socket of its own.
+struct Query {
+    socket: UdpSocket,
+    id: u16,
+    qtype: u16,
+    answer: Option<Answer>,
+}
+
+impl Query {
+    fn send(server: SocketAddr, qname: &[u8], qtype: u16) -> io::Result<Query> {
+        let local: SocketAddr = match server {
+            SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+            SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+        };
+        let socket = UdpSocket::bind(local)?;
+        // Connected: the kernel drops datagrams from anyone else, and
+        // reports the server's ICMP errors.
+        socket.connect(server)?;
+        socket.set_nonblocking(true)?;
+        let mut id = [0; 2];
+        getrandom::fill(&mut id).map_err(io::Error::other)?;
+        let id = u16::from_ne_bytes(id);
+        socket.send(&query(id, qname, qtype))?;
+        Ok(Query {
+            socket,
+            id,
+            qtype,
+            answer: None,
+        })
+    }
+
+    /// Reads what arrived; the first datagram that answers this query settles it.
+    fn receive(&mut self, qname: &[u8]) {
+        let mut buffer = [0; REPLY_BUFFER];
+        while self.answer.is_none() {
+            match self.socket.recv(&mut buffer) {
+                Ok(length) => self.answer = answer(&buffer[..length], self.id, qname, self.qtype),
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => return,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => self.answer = Some(Answer::Failed(error.to_string())),
+            }
+        }
+    }
+}
+
+/// A and AAAA for one name sent to `server` at once, their replies awaited
+/// until `until`.
+fn ask_server(server: SocketAddr, qname: &[u8], until: Instant) -> Round {
+    let mut queries = Vec::with_capacity(2);
+    for qtype in [TYPE_A, TYPE_AAAA] {
+        match Query::send(server, qname, qtype) {
+            Ok(query) => queries.push(query),
+            Err(error) => return Round::Unanswered(format!("no answer from {server} ({error})")),
+        }
+    }
+    let mut grace_end = None;
+    loop {
+        let answers = || queries.iter().filter_map(|query| query.answer.as_ref());
+        if answers().any(|answer| *answer == Answer::NoSuchName) {
+            return Round::Absent;
+        }
+        let mut found: Option<Found> = None;
+        for answer in answers() {
+            if let Answer::Addresses(more) = answer {
+                let found = found.get_or_insert_with(|| Found {
+                    addresses: Vec::new(),
+                    ttl: LONGEST_TTL,
+                });
+                found.addresses.extend_from_slice(&more.addresses);
+                found.ttl = found.ttl.min(more.ttl);
+            }
+        }
+        let pending: Vec<usize> = (0..queries.len())
+            .filter(|&index| queries[index].answer.is_none())
+            .collect();
+        let failure = answers().find_map(|answer| match answer {
+            Answer::Failed(why) => Some(format!("no answer from {server} ({why})")),
+            _ => None,
+        });
+        if pending.is_empty() {
+            return match (found, failure) {
+                (Some(found), _) => Round::Found(found),
+                (None, Some(why)) => Round::Unanswered(why),
+                (None, None) => Round::Absent,
+            };
+        }
+        if found.is_some() {
+            grace_end.get_or_insert_with(|| Instant::now() + OTHER_TYPE_GRACE);
+        }
+        let sockets: Vec<_> = pending
+            .iter()
+            .map(|&index| queries[index].socket.as_raw_fd())
+            .collect();
+        match first_readable(&sockets, grace_end.map_or(until, |end| until.min(end))) {
+            Some(ready) => queries[pending[ready]].receive(qname),
+            None => {
+                return match (found, failure) {
+                    (Some(found), _) => Round::Found(found),
+                    (None, Some(why)) => Round::Unanswered(why),
+                    (None, None) => Round::Unanswered(format!("no answer from {server} in time")),
+                };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ConnectionConfig, NodeAddr};
+    use crate::link::Link;
+    use std::sync::{Arc, Mutex};
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    fn wire(name: &str) -> Vec<u8> {
+        wire_name(name).unwrap()
+    }
+
+    #[test]
+    fn resolv_conf_is_read_as_glibc_reads_it() {
+        let conf = ResolvConf::parse(
+            "# comment\n; comment\nnameserver 10.0.0.1\nnameserver fe80::1%eth0\n\
+             nameserver ::1\nnameserver bad\nnameserver 10.0.0.2\nnameserver 10.0.0.3\n\
+             search a.test b.test\ndomain c.test\n\
+             options ndots:20 timeout:0 rotate attempts:9\n",
+        );
+        assert_eq!(
+            conf,
+            ResolvConf {
+                nameservers: vec![
+                    "10.0.0.1:53".parse().unwrap(),
+                    "[::1]:53".parse().unwrap(),
+                    "10.0.0.2:53".parse().unwrap(),
+                ],
+                search: vec!["c.test".into()],
+                ndots: 15,
+                timeout: Duration::from_secs(1),
+                attempts: 5,
+            }
+        );
+        let conf = ResolvConf::parse("domain c.test\nsearch a.test b.test\noptions timeout:2\n");
+        assert_eq!(conf.search, ["a.test", "b.test"]);
+        assert_eq!(
+            (conf.ndots, conf.timeout, conf.attempts),
+            (1, Duration::from_secs(2), 2)
+        );
+        assert_eq!(ResolvConf::parse(""), ResolvConf::default());
+    }
+
+    #[test]
+    fn hosts_entries_match_any_name_of_a_line_in_any_case() {
+        let hosts = "# 10.0.0.9 node\n::1 localhost ip6-localhost\n127.0.0.1\tlocalhost\n\
+                     10.0.0.1 node.test Node # 10.0.0.8 node\n10.0.0.2 other node\n\
+                     not-an-ip node\n10.0.0.1 node\n10.0.0.3 node2\n";
+        assert_eq!(
+            hosts_addresses(hosts, "NODE"),
+            [ip("10.0.0.1"), ip("10.0.0.2")]
+        );
+        assert_eq!(hosts_addresses(hosts, "node.test."), [ip("10.0.0.1")]);
+        assert_eq!(
+            hosts_addresses(hosts, "localhost"),
+            [ip("127.0.0.1"), ip("::1")]
+        );
+        assert!(hosts_addresses(hosts, "node.tes").is_empty());
+        assert!(hosts_addresses(hosts, "10.0.0.1").is_empty());
+    }
+
+    #[test]
+    fn candidate_names_follow_ndots_and_the_search_list() {
+        let mut conf = ResolvConf {
+            search: vec!["a.test".into(), "b.test.".into()],
+            ..ResolvConf::default()
+        };
+        assert_eq!(
+            candidate_names("node", &conf),
+            ["node.a.test", "node.b.test", "node"]
+        );
+        assert_eq!(
+            candidate_names("node.x", &conf),
+            ["node.x", "node.x.a.test", "node.x.b.test"]
+        );
+        assert_eq!(candidate_names("node.x.", &conf), ["node.x"]);
+        conf.ndots = 2;
+        assert_eq!(
+            candidate_names("node.x", &conf),
+            ["node.x.a.test", "node.x.b.test", "node.x"]
+        );
+        conf.search.clear();
+        assert_eq!(candidate_names("node", &conf), ["node"]);
+    }
+
+    #[test]
+    fn names_dns_cannot_carry_are_refused() {
+        assert_eq!(wire("Node.Test"), b"\x04node\x04test\x00");
+        assert_eq!(wire_name("a..b"), None);
+        assert_eq!(wire_name(""), None);
+        assert_eq!(wire_name(&"a".repeat(64)), None);
+        let longest = ["a".repeat(63).as_str(); 4].join(".");
+        assert_eq!(wire_name(&longest[..253]).map(|wire| wire.len()), Some(255));
+        assert_eq!(wire_name(&longest[..255]), None);
+    }
+
+    #[test]
+    fn a_query_is_one_question_with_recursion_desired() {
+        assert_eq!(
+            query(0x1234, &wire("node.test"), TYPE_AAAA),
+            b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x04node\x04test\x00\x00\x1c\x00\x01"
+        );
+    }
+
+    /// A record whose owner is the question's name (a pointer to it).
+    fn record(kind: u16, ttl: u32, data: &[u8]) -> Vec<u8> {
+        record_of(b"\xc0\x0c", kind, ttl, data)
+    }
+
+    fn record_of(owner: &[u8], kind: u16, ttl: u32, data: &[u8]) -> Vec<u8> {
+        let mut bytes = owner.to_vec();
+        bytes.extend_from_slice(&kind.to_be_bytes());
+        bytes.extend_from_slice(&CLASS_IN.to_be_bytes());
+        bytes.extend_from_slice(&ttl.to_be_bytes());
+        bytes.extend_from_slice(&(data.len() as u16).to_be_bytes());
+        bytes.extend_from_slice(data);
+        bytes
+    }
+
+    /// The reply to `query` with `flags` (QR added) and `records` in its answer section.
+    fn reply(query: &[u8], flags: u16, records: &[Vec<u8>]) -> Vec<u8> {
+        let mut bytes = query.to_vec();
+        bytes[2..4].copy_from_slice(&(flags | FLAG_REPLY).to_be_bytes());
+        bytes[6..8].copy_from_slice(&(records.len() as u16).to_be_bytes());
+        records
+            .iter()
+            .for_each(|record| bytes.extend_from_slice(record));
+        bytes
+    }
+
+    fn addresses(addresses: &[&str], ttl: u64) -> Option<Answer> {
+        Some(Answer::Addresses(Found {
+            addresses: addresses.iter().map(|text| ip(text)).collect(),
+            ttl: Duration::from_secs(ttl),
+        }))
+    }
+
+    #[test]
+    fn addresses_are_read_from_the_answer_section() {
+        let qname = wire("node.test");
+        let asked = query(7, &qname, TYPE_A);
+        let message = reply(
+            &asked,
+            0,
+            &[
+                record(TYPE_A, 300, &[10, 0, 0, 1]),
+                // Not an address: skipped.
+                record(16, 5, b"\x03txt"),
+                record(TYPE_AAAA, 5, &[0; 16]),
+                record(TYPE_A, 60, &[10, 0, 0, 2]),
+            ],
+        );
+        assert_eq!(
+            answer(&message, 7, &qname, TYPE_A),
+            addresses(&["10.0.0.1", "10.0.0.2"], 60)
+        );
+        let asked = query(8, &qname, TYPE_AAAA);
+        let message = reply(
+            &asked,
+            0,
+            &[record(TYPE_AAAA, 99_999, &Ipv6Addr::LOCALHOST.octets())],
+        );
+        assert_eq!(
+            answer(&message, 8, &qname, TYPE_AAAA),
+            addresses(&["::1"], 3600)
+        );
+    }
+
+    #[test]
+    fn a_cname_chain_leads_to_the_target_s_addresses() {
+        let qname = wire("alias.test");
+        let asked = query(1, &qname, TYPE_A);
+        // alias.test -> mid.alias.test (compressed) -> node.other -> A; a record
+        // of a name not in the chain is not this name's.
+        let mid_at = asked.len() + 12;
+        let mut records = vec![record(TYPE_CNAME, 100, b"\x03mid\xc0\x0c")];
+        let mid = [0xc0, mid_at as u8];
+        records.push(record_of(&mid, TYPE_CNAME, 50, b"\x04node\x05other\x00"));
+        records.push(record_of(
+            b"\x05stray\x04test\x00",
+            TYPE_A,
+            100,
+            &[10, 9, 9, 9],
+        ));
+        records.push(record_of(
+            b"\x04NODE\x05other\x00",
+            TYPE_A,
+            200,
+            &[10, 0, 0, 3],
+        ));
+        let message = reply(&asked, 0, &records);
+        assert_eq!(message[mid_at..mid_at + 4], *b"\x03mid");
+        assert_eq!(
+            answer(&message, 1, &qname, TYPE_A),
+            addresses(&["10.0.0.3"], 50)
+        );
+        // The chain without the target's addresses: no address.
+        let message = reply(&asked, 0, &records[..1]);
+        assert_eq!(answer(&message, 1, &qname, TYPE_A), Some(Answer::NoAddress));
+    }
+
+    #[test]
+    fn datagrams_that_answer_another_query_are_ignored() {
+        let qname = wire("node.test");
+        let asked = query(7, &qname, TYPE_A);
+        let good = reply(&asked, 0, &[record(TYPE_A, 1, &[10, 0, 0, 1])]);
+        assert!(answer(&good, 7, &qname, TYPE_A).is_some());
+        // Another id, a query rather than a reply, another opcode.
+        assert_eq!(answer(&good, 8, &qname, TYPE_A), None);
+        assert_eq!(answer(&asked, 7, &qname, TYPE_A), None);
+        let mut notify = good.clone();
+        notify[2] |= 0x20;
+        assert_eq!(answer(&notify, 7, &qname, TYPE_A), None);
+        // Another question.
+        assert_eq!(answer(&good, 7, &wire("other.test"), TYPE_A), None);
+        assert_eq!(answer(&good, 7, &qname, TYPE_AAAA), None);
+        let mut two = good.clone();
+        two[5] = 2;
+        assert_eq!(answer(&two, 7, &qname, TYPE_A), None);
+        // The question's name in another case is the same name.
+        let upper = reply(&query(7, b"\x04NODE\x04test\x00", TYPE_A), 0, &[]);
+        assert_eq!(answer(&upper, 7, &qname, TYPE_A), Some(Answer::NoAddress));
+    }
+
+    #[test]
+    fn error_codes_say_what_comes_next() {
+        let qname = wire("node.test");
+        let asked = query(7, &qname, TYPE_A);
+        let with_code = |rcode: u16| answer(&reply(&asked, rcode, &[]), 7, &qname, TYPE_A);
+        assert_eq!(with_code(0), Some(Answer::NoAddress));
+        assert_eq!(with_code(3), Some(Answer::NoSuchName));
+        assert_eq!(with_code(2), Some(Answer::Failed("SERVFAIL".into())));
+        assert_eq!(with_code(5), Some(Answer::Failed("REFUSED".into())));
+        assert_eq!(with_code(4), Some(Answer::Failed("RCODE 4".into())));
+        // An error reply without the question.
+        let mut bare = reply(&asked, 2, &[])[..12].to_vec();
+        bare[5] = 0;
+        assert_eq!(
+            answer(&bare, 7, &qname, TYPE_A),
+            Some(Answer::Failed("SERVFAIL".into()))
+        );
+        bare[3] = 0x80;
+        assert_eq!(answer(&bare, 7, &qname, TYPE_A), None);
+    }
+
+    #[test]
+    fn a_truncated_reply_gives_the_records_it_holds() {
+        let qname = wire("node.test");
+        let asked = query(7, &qname, TYPE_A);
+        let whole = record(TYPE_A, 10, &[10, 0, 0, 1]);
+        let mut message = reply(&asked, FLAG_TRUNCATED, &[whole.clone(), whole.clone()]);
+        message.truncate(message.len() - 3);
+        assert_eq!(
+            answer(&message, 7, &qname, TYPE_A),
+            addresses(&["10.0.0.1"], 10)
+        );
+        let message = reply(&asked, FLAG_TRUNCATED, &[]);
+        assert_eq!(
+            answer(&message, 7, &qname, TYPE_A),
+            Some(Answer::Failed(
+                "a truncated reply without an address".into()
+            ))
+        );
+        // Cut without the flag: malformed.
+        let mut message = reply(&asked, 0, &[whole]);
+        message.pop();
+        assert_eq!(
+            answer(&message, 7, &qname, TYPE_A),
+            Some(Answer::Failed("a malformed reply".into()))
+        );
+    }
+
+    #[test]
+    fn broken_names_are_refused_without_looping() {
+        let qname = wire("node.test");
+        let asked = query(7, &qname, TYPE_A);
+        let malformed = Some(Answer::Failed("a malformed reply".into()));
+        let end = reply(&asked, 0, &[]).len() as u8;
+        let address = |owner: &[u8]| record_of(owner, TYPE_A, 1, &[10, 0, 0, 1]);
+        for record in [
+            // A pointer to itself, to each other, past the end.
+            address(&[0xc0, end]),
+            address(&[0xc0, end + 2, 0xc0, end]),
+            address(&[0xc0, 0xff]),
+            // An extended label type.
+            address(&[0x41, 0]),
+            // A pointer or a label cut short by the message's end.
+            vec![0xc0],
+            vec![9, b'a'],
+        ] {
+            let message = reply(&asked, 0, &[record]);
+            assert_eq!(
+                answer(&message, 7, &qname, TYPE_A),
+                malformed,
+                "{message:?}"
+            );
+        }
+        // A name longer than 255 bytes, through pointers to one label.
+        let mut message = reply(&asked, 0, &[]);
+        message[7] = 1;
+        let label_at = message.len();
+        message.extend_from_slice(
+            b"\x3fabcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij123",
+        );
+        for _ in 0..5 {
+            message.extend_from_slice(&[0xc0, label_at as u8]);
+        }
+        assert_eq!(answer(&message, 7, &qname, TYPE_A), malformed);
+        // A CNAME whose target is broken.
+        let message = reply(&asked, 0, &[record(TYPE_CNAME, 1, &[0xc0, 0xff])]);
+        assert_eq!(answer(&message, 7, &qname, TYPE_A), malformed);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_reply_is_read_without_panic(tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600), records in 0..40u16) {
+            let qname = wire("node.test");
+            let mut message = reply(&query(7, &qname, TYPE_A), 0, &[]);
+            message[6..8].copy_from_slice(&records.to_be_bytes());
+            message.extend_from_slice(&tail);
+            let _ = answer(&message, 7, &qname, TYPE_A);
+            let _ = answer(&tail, 7, &qname, TYPE_A);
+        }
+    }
+
+    /// The names a test's name server was asked, with their types.
+    type Asked = Arc<Mutex<Vec<(String, u16)>>>;
+
+    /// A name server on a local port: each query gets `respond`'s reply (if
+    /// any) after `delay`. Returns its address and the names it was asked,
+    /// with their types.
+    fn name_server(
+        delay: Duration,
+        respond: impl Fn(&str, u16, &[u8]) -> Option<Vec<u8>> + Send + 'static,
+    ) -> (SocketAddr, Asked) {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let address = socket.local_addr().unwrap();
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let log = asked.clone();
+        std::thread::spawn(move || {
+            let mut buffer = [0; 512];
+            while let Ok((length, peer)) = socket.recv_from(&mut buffer) {
+                let query = &buffer[..length];
+                let mut reader = Reader {
+                    message: query,
+                    at: 12,
+                };
+                let qname = reader.name().unwrap();
+                let qtype = reader.u16().unwrap();
+                let mut name = String::new();
+                let mut at = 0;
+                while qname[at] != 0 {
+                    let label = &qname[at + 1..at + 1 + usize::from(qname[at])];
+                    name.push_str(&String::from_utf8_lossy(label));
+                    name.push('.');
+                    at += 1 + usize::from(qname[at]);
+                }
+                name.pop();
+                log.lock().unwrap().push((name.clone(), qtype));
+                if let Some(reply) = respond(&name, qtype, query) {
+                    let socket = socket.try_clone().unwrap();
+                    std::thread::spawn(move || {
+                        std::thread::sleep(delay);
+                        let _ = socket.send_to(&reply, peer);
+                    });
+                }
+            }
+        });
+        (address, asked)
+    }
+
+    /// Answers A queries for `name` with `address`, TTL `ttl`; AAAA with no
+    /// address; any other name with NXDOMAIN.
+    fn answering(
+        name: &'static str,
+        address: [u8; 4],
+        ttl: u32,
+    ) -> impl Fn(&str, u16, &[u8]) -> Option<Vec<u8>> {
+        move |asked, qtype, query| {
+            Some(if asked != name {
+                reply(query, 3, &[])
+            } else if qtype == TYPE_A {
+                reply(query, 0, &[record(TYPE_A, ttl, &address)])
+            } else {
+                reply(query, 0, &[])
+            })
+        }
+    }
+
+    fn conf(nameservers: &[SocketAddr], search: &[&str]) -> ResolvConf {
+        ResolvConf {
+            nameservers: nameservers.to_vec(),
+            search: search.iter().map(|domain| domain.to_string()).collect(),
+            timeout: Duration::from_secs(1),
+            ..ResolvConf::default()
+        }
+    }
+
+    fn soon() -> Instant {
+        Instant::now() + Duration::from_secs(5)
+    }
+
+    #[test]
+    fn a_name_server_that_answers_gives_the_addresses() {
+        let (server, asked) =
+            name_server(Duration::ZERO, answering("node.test", [10, 0, 0, 7], 60));
+        let found = ask_name_servers(&conf(&[server], &[]), "node.test", soon()).unwrap();
+        assert_eq!(found.unwrap().addresses, [ip("10.0.0.7")]);
+        let mut asked = asked.lock().unwrap().clone();
+        asked.sort();
+        assert_eq!(
+            asked,
+            [
+                ("node.test".into(), TYPE_A),
+                ("node.test".into(), TYPE_AAAA)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_name_server_that_answers_late_is_given_up_at_the_deadline() {
+        let (server, _) = name_server(
+            Duration::from_secs(3),
+            answering("slow.test", [10, 0, 0, 7], 60),
+        );
+        let started = Instant::now();
+        let conf = ResolvConf {
+            timeout: Duration::from_secs(5),
+            ..conf(&[server], &[])
+        };
+        let error =
+            ask_name_servers(&conf, "slow.test", started + Duration::from_millis(500)).unwrap_err();
+        let elapsed = started.elapsed();
+        assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+        assert!(
+            error
+                .to_string()
+                .starts_with("resolving slow.test timed out after "),
+            "{error}"
+        );
+        // Generous for a loaded machine; before, it waited for the answer (3 s).
+        assert!(
+            elapsed >= Duration::from_millis(450) && elapsed < Duration::from_secs(2),
+            "{elapsed:?}"
+        );
+    }
+
+    #[test]
+    fn a_name_missing_under_one_search_domain_is_asked_under_the_next() {
+        let (server, asked) =
+            name_server(Duration::ZERO, answering("node.b.test", [10, 0, 0, 8], 60));
+        let conf = conf(&[server], &["a.test", "b.test"]);
+        let found = ask_name_servers(&conf, "node", soon()).unwrap();
+        assert_eq!(found.unwrap().addresses, [ip("10.0.0.8")]);
+        let names: Vec<String> = asked
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(name, _)| name.clone())
+            .collect();
+        assert_eq!(names[0], "node.a.test");
+        assert!(
+            names[2..].iter().all(|name| name == "node.b.test"),
+            "{names:?}"
+        );
+        // Absent under every name: for getaddrinfo to try.
+        assert_eq!(ask_name_servers(&conf, "none", soon()).unwrap(), None);
+    }
+
+    #[test]
+    fn a_failing_or_silent_server_is_passed_over_for_the_next() {
+        let (failing, _) = name_server(Duration::ZERO, |_, _, query| Some(reply(query, 2, &[])));
+        let (silent, _) = name_server(Duration::ZERO, |_, _, _| None);
+        let (good, _) = name_server(Duration::ZERO, answering("node.test", [10, 0, 0, 9], 60));
+        let started = Instant::now();
+        let found =
+            ask_name_servers(&conf(&[failing, silent, good], &[]), "node.test", soon()).unwrap();
+        assert_eq!(found.unwrap().addresses, [ip("10.0.0.9")]);
+        // The silent one was waited on for its timeout (1 s).
+        assert!(started.elapsed() >= Duration::from_millis(900));
+        let error = ask_name_servers(&conf(&[failing], &[]), "node.test", soon()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("resolving node.test failed: no answer from {failing} (SERVFAIL)")
+        );
+    }
+
+    #[test]
+    fn answers_are_kept_until_a_connect_fails_or_their_ttl_ends() {
+        let (server, asked) = name_server(Duration::ZERO, |name, qtype, query| {
+            let ttl = if name == "short.test" { 0 } else { 60 };
+            Some(match qtype {
+                TYPE_A => reply(query, 0, &[record(TYPE_A, ttl, &[10, 0, 0, 5])]),
+                _ => reply(
+                    query,
+                    0,
+                    &[record(TYPE_AAAA, ttl, &Ipv6Addr::LOCALHOST.octets())],
+                ),
+            })
+        });
+        let conf = conf(&[server], &[]);
+        let queries = || asked.lock().unwrap().len();
+        let lookup = |host| lookup_in(host, soon(), "", &conf).unwrap();
+        assert_eq!(lookup("kept.test"), [ip("10.0.0.5"), ip("::1")]);
+        assert_eq!(lookup("kept.test"), [ip("10.0.0.5"), ip("::1")]);
+        assert_eq!(queries(), 2);
+        forget("kept.test");
+        lookup("kept.test");
+        assert_eq!(queries(), 4);
+        lookup("short.test");
+        lookup("short.test");
+        assert_eq!(queries(), 8);
+        // /etc/hosts and localhost: no query.
+        assert_eq!(
+            lookup_in("kept.test", soon(), "10.1.1.1 kept.test", &conf).unwrap(),
+            [ip("10.1.1.1")]
+        );
+        assert_eq!(lookup("LocalHost"), [ip("127.0.0.1"), ip("::1")]);
+        assert_eq!(queries(), 8);
+    }
+
+    #[test]
+    fn a_connect_that_fails_forgets_the_answer_one_that_works_keeps_it() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let live = listener.local_addr().unwrap().port();
+        let closed = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let found = Found {
+            addresses: vec![ip("127.0.0.1")],
+            ttl: Duration::from_secs(60),
+        };
+        remember("node.cached.test", &found);
+        let config = ConnectionConfig::from(&crate::save_path::parse("seed[]=h:1").unwrap());
+        let open = |port| {
+            let node = NodeAddr {
+                host: "node.cached.test".into(),
+                port,
+            };
+            Link::open(&config, &node, soon())
+        };
+        assert!(open(live).is_ok());
+        assert_eq!(cached("node.cached.test"), Some(found.addresses));
+        assert!(open(closed).is_err());
+        assert_eq!(cached("node.cached.test"), None);
+    }
+
+    #[test]
+    fn the_cache_keeps_a_bounded_number_of_names() {
+        let found = Found {
+            addresses: vec![ip("10.0.0.1")],
+            ttl: Duration::from_secs(60),
+        };
+        for index in 0..CACHED_NAMES * 2 {
+            remember(&format!("node{index}.test"), &found);
+        }
+        assert_eq!(CACHE.with_borrow(HashMap::len), CACHED_NAMES);
+        assert!(cached(&format!("node{}.test", CACHED_NAMES * 2 - 1)).is_some());
+    }
+}
