@@ -1,5 +1,5 @@
 --TEST--
-One time budget per PHP call, shared by every hook it runs: with timeout=1&read_timeout=1 (a 2 s budget) and the session's primary frozen (SIGSTOP), a locked session_write_close() (write, then the close's release), a session_regenerate_id() (the old id's write, then its close) and the request's final write (write, then close at the request's end) each fail within the budget and the release's grace (under 3.2 s; two budgets took 4 s), and a session_create_id() in strict mode long after session_start() checks its id within a budget of its own, without a warning
+One time budget per PHP call, shared by every hook it runs: with timeout=1&read_timeout=1 (a 2 s budget) and the session's primary frozen (SIGSTOP), a locked session_write_close() (write, then the close's release), a session_regenerate_id() (the old id's write, then its close) and the request's final write (write, then close at the request's end) each fail within the budget and the release's grace (under 3.2 s; two budgets took 4 s), a session_create_id() in strict mode long after session_start() checks its id within a budget of its own, without a warning, and the application's own time between a call's hooks (a slow SessionHandler subclass) is not spent from it
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';
@@ -22,6 +22,22 @@ echo 'an id: ', json_encode(is_string(\$id) && \$id !== ''), "\\n";
 echo 'its id was checked: ', json_encode(rcs_command_calls('exists') - \$exists >= 2), "\\n";
 session_write_close();
 PHP, $ini + ['session.use_strict_mode' => '1']);
+
+echo "== the application's time between a call's hooks is not the cluster's\n";
+// A SessionHandler subclass whose write does slow work of its own: the new
+// id's hooks in session_regenerate_id() still have the budget.
+echo rcs_php(<<<PHP
+$warnings
+class Audited extends SessionHandler {
+    public function write(\$id, \$data): bool { \$ok = parent::write(\$id, \$data); usleep(2100000); return \$ok; }
+}
+session_set_save_handler(new Audited(), true);
+session_id('audited$run');
+session_start();
+\$_SESSION['n'] = 1;
+echo 'regenerated: ', json_encode(session_regenerate_id(false)), ', the data kept: ', json_encode(\$_SESSION), "\n";
+session_write_close();
+PHP, $ini);
 
 // A child that takes the session's lock, waits for the parent to freeze the
 // session's primary, then runs $call, or ends for the request's final write.
@@ -67,6 +83,8 @@ $frozen("the request's final write", "final$run", '');
 == session_create_id() after the start's budget ran out, strict mode
 an id: true
 its id was checked: true
+== the application's time between a call's hooks is not the cluster's
+regenerated: true, the data kept: {"n":1}
 == session_write_close()
 locked
 warning: session_write_close(): Error communicating with the Redis Cluster: the node did not answer in time

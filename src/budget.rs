@@ -6,23 +6,38 @@
 //! shares, across the two handlers `session_regenerate_id()` uses: a hook
 //! gives up within what the hooks before it left, however many requests,
 //! retries and nodes it takes. The budget starts with the call's first
-//! request. A hook PHP runs outside such a call is a call of its own; outside
+//! request, and only time inside the hooks is spent: the application's code
+//! between them is not the cluster's. A hook PHP runs outside such a call is a call of its own; outside
 //! any (the watchdog's thread, `rediscluster_session_lock_info()`), each
 //! request has a budget of its own.
 
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
+/// One PHP call's budget. Only time inside its hooks is spent: the
+/// application's own time between them (a `SessionHandler` subclass's code,
+/// an error handler run by a hook's message) is not the cluster's.
+#[derive(Default)]
+struct Call {
+    /// `timeout` + `read_timeout`, fixed by the call's first request.
+    length: Option<Duration>,
+    /// Spent by the call's hooks that ended.
+    spent: Duration,
+    /// Added: time a node spent answering a lock wait, a release's grace.
+    granted: Duration,
+    /// When the running hook's first request started its clock.
+    hook_started: Option<Instant>,
+}
+
 thread_local! {
-    /// The calls running on this thread, innermost last, each with the end
-    /// of its budget once its first request started it. A call runs inside
+    /// The calls running on this thread, innermost last. A call runs inside
     /// another when the application's error handler, run by a hook's
     /// message, calls a session function.
-    static CALLS: RefCell<Vec<Option<Instant>>> = const { RefCell::new(Vec::new()) };
+    static CALLS: RefCell<Vec<Call>> = const { RefCell::new(Vec::new()) };
 }
 
 pub fn call_begins() {
-    CALLS.with_borrow_mut(|calls| calls.push(None));
+    CALLS.with_borrow_mut(|calls| calls.push(Call::default()));
 }
 
 pub fn call_ends() {
@@ -30,36 +45,54 @@ pub fn call_ends() {
 }
 
 /// Runs a hook inside the call that runs it or, outside any, as a call of
-/// its own.
+/// its own; the time it ran from its first request on is spent.
 pub fn hook<T>(body: impl FnOnce() -> T) -> T {
-    /// Ends the hook's own call, also when it panics.
-    struct OwnCall;
-    impl Drop for OwnCall {
+    /// Ends the hook, and its own call, also when it panics.
+    struct Hook {
+        own_call: bool,
+    }
+    impl Drop for Hook {
         fn drop(&mut self) {
-            call_ends();
+            CALLS.with_borrow_mut(|calls| {
+                if let Some(call) = calls.last_mut()
+                    && let Some(started) = call.hook_started.take()
+                {
+                    call.spent += started.elapsed();
+                }
+                if self.own_call {
+                    calls.pop();
+                }
+            });
         }
     }
-    let _own = CALLS.with_borrow(Vec::is_empty).then(|| {
-        call_begins();
-        OwnCall
+    let own_call = CALLS.with_borrow_mut(|calls| {
+        let own_call = calls.is_empty();
+        if own_call {
+            calls.push(Call::default());
+        }
+        own_call
     });
+    let _hook = Hook { own_call };
     body()
 }
 
-/// The end of the running call's budget, which starts now, `length` long,
-/// with its first request; `None` outside any call.
+/// The end of what is left of the running call's budget (`length` long, as
+/// its first request says), counted from the running hook's first request;
+/// `None` outside any call.
 pub fn end(length: Duration) -> Option<Instant> {
     CALLS.with_borrow_mut(|calls| {
-        let end = calls.last_mut()?;
-        Some(*end.get_or_insert_with(|| Instant::now() + length))
+        let call = calls.last_mut()?;
+        let length = *call.length.get_or_insert(length);
+        let started = *call.hook_started.get_or_insert_with(Instant::now);
+        Some(started + (length + call.granted).saturating_sub(call.spent))
     })
 }
 
 /// Adds `time` to the running call's budget.
 pub fn extend(time: Duration) {
     CALLS.with_borrow_mut(|calls| {
-        if let Some(Some(end)) = calls.last_mut() {
-            *end += time;
+        if let Some(call) = calls.last_mut() {
+            call.granted += time;
         }
     });
 }
@@ -67,8 +100,19 @@ pub fn extend(time: Duration) {
 /// Leaves at least `grace` of the running call's budget, from now.
 pub fn leave_at_least(grace: Duration) {
     CALLS.with_borrow_mut(|calls| {
-        if let Some(Some(end)) = calls.last_mut() {
-            *end = (*end).max(Instant::now() + grace);
+        let Some(call) = calls.last_mut() else {
+            return;
+        };
+        let Some(length) = call.length else {
+            // No request yet: the whole budget is left.
+            return;
+        };
+        let now = Instant::now();
+        let started = *call.hook_started.get_or_insert(now);
+        let wanted = (now + grace).saturating_duration_since(started);
+        if wanted > (length + call.granted).saturating_sub(call.spent) {
+            // What makes length + granted - spent the time wanted.
+            call.granted = (call.spent + wanted).saturating_sub(length);
         }
     });
 }
@@ -101,6 +145,34 @@ mod tests {
         assert_eq!(end(SECOND), Some(first + SECOND));
         call_ends();
         assert_eq!(end(SECOND), None);
+    }
+
+    #[test]
+    fn only_the_time_inside_hooks_is_spent() {
+        request_ended();
+        call_begins();
+        let first = hook(|| {
+            let end = end(SECOND).unwrap();
+            std::thread::sleep(SECOND / 10);
+            end
+        });
+        // The application's time between the hooks.
+        std::thread::sleep(SECOND / 5);
+        let second_started = Instant::now();
+        let second = hook(|| end(SECOND).unwrap());
+        assert!(
+            second >= second_started + SECOND * 8 / 10,
+            "{second:?} {first:?}"
+        );
+        assert!(second < Instant::now() + SECOND * 9 / 10);
+        // A grace leaves what a spent budget no longer has.
+        let spent = hook(|| {
+            std::thread::sleep(SECOND);
+            leave_at_least(SECOND / 2);
+            end(SECOND).unwrap()
+        });
+        assert!(spent >= Instant::now() + SECOND * 4 / 10);
+        call_ends();
     }
 
     #[test]

@@ -84,11 +84,11 @@ fn read_only_refusal(what: &str) -> anyhow::Error {
     )
 }
 
-/// The error a hook that saves gives after PHP left the session's read by a
-/// bailout: `$_SESSION` never held the session, and saving it would wipe it.
+/// The error a hook that saves gives before the session's read reached
+/// `$_SESSION` (see [`request::Request::unread`]): saving it would wipe it.
 fn unread_refusal(what: &str) -> anyhow::Error {
     anyhow::anyhow!(
-        "Unable to {what}: session_start() was ended by a fatal error (in the error handler of a message it raised) before the session's data reached $_SESSION; the stored session is kept as it was"
+        "Unable to {what}: the session's data has not reached $_SESSION (session_start() was raising a message, and its error handler saved or died with a fatal error); the stored session is kept as it was"
     )
 }
 
@@ -653,6 +653,10 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     /// Deletes the session, and releases our lock in the same call. With
     /// `write_replicas`, fails unless that many replicas have the deletion.
     pub fn destroy(&mut self, sid: &[u8]) -> Result<()> {
+        // session_regenerate_id(true) would store the empty $_SESSION under the new id.
+        if request::with(|request| request.unread()) {
+            return Err(unread_refusal("destroy session"));
+        }
         if self.read_only() {
             return Err(read_only_refusal("destroy session"));
         }

@@ -29,11 +29,11 @@ pub struct Request {
     read_while_regenerating: bool,
     /// The session opened last is served read only (`failover=error`).
     read_only: bool,
-    /// PHP left the read of the session opened last by a bailout (a fatal
-    /// error in the error handler a message of the read ran): `$_SESSION`
-    /// never got the data, so the session module's write at shutdown would
-    /// store an empty session.
-    read_cut_short: bool,
+    /// The read of the session opened last has not reached `$_SESSION`:
+    /// its messages are being raised (the error handler they run may save
+    /// the session), or a fatal error in that handler left the read by a
+    /// bailout. PHP's writes would store an empty session.
+    unread: bool,
     /// The worker's last lock acquisition had to wait: its next one queues
     /// by script at once instead of trying plain `SET NX` first.
     lock_contended: bool,
@@ -180,24 +180,24 @@ impl Request {
     /// until its read says otherwise.
     pub fn opened(&mut self) {
         self.read_only = false;
-        self.read_cut_short = false;
+        self.unread = false;
     }
 
     pub fn set_read_only(&mut self) {
         self.read_only = true;
     }
 
-    /// PHP left a read hook by a bailout. Inside `session_regenerate_id()`
-    /// `$_SESSION` still holds the session (the new id's read only checks
-    /// it), so that save stays.
-    pub fn read_cut_short(&mut self) {
-        self.read_cut_short |= !self.regenerating;
+    /// The read's messages are being raised (`true`), or were (`false`).
+    /// Inside `session_regenerate_id()` `$_SESSION` holds the session (the
+    /// new id's read only checks it), so its saves stay.
+    pub fn set_unread(&mut self, unread: bool) {
+        self.unread = unread && !self.regenerating;
     }
 
     /// Whether a save of the session opened last would store what PHP never
     /// read.
     pub fn unread(&self) -> bool {
-        self.read_cut_short
+        self.unread
     }
 
     pub fn read_only(&self) -> bool {
@@ -343,7 +343,7 @@ mod tests {
         request.lock_waited(true);
         request.read(b"a", writable(None));
         request.set_read_only();
-        request.read_cut_short();
+        request.set_unread(true);
         request.ended();
         assert!(!request.lock_plain_first());
         assert!(!request.read_only());
@@ -352,16 +352,19 @@ mod tests {
     }
 
     #[test]
-    fn a_read_cut_short_refuses_saves_until_the_next_open() {
+    fn a_read_not_in_session_refuses_saves_until_raised_or_the_next_open() {
         let mut request = Request::default();
         request.opened();
-        request.read_cut_short();
+        request.set_unread(true);
         assert!(request.unread());
+        request.set_unread(false);
+        assert!(!request.unread());
+        request.set_unread(true);
         request.opened();
         assert!(!request.unread());
         // The new id's read inside session_regenerate_id(): $_SESSION is whole.
         request.regenerating(true);
-        request.read_cut_short();
+        request.set_unread(true);
         request.regenerating(false);
         assert!(!request.unread());
     }

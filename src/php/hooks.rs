@@ -6,9 +6,10 @@
 //! Warnings and notices wait in one queue until the hook's work is done and
 //! every Rust value of it is dropped: raising one runs the application's
 //! error handler, and a fatal error there makes PHP `longjmp` past our frames,
-//! which would leak (or worse) anything they still owned. Such a bailout out
-//! of the read leaves `$_SESSION` empty with the session active: the request's
-//! saves are then refused, or PHP's shutdown would store the empty session.
+//! which would leak (or worse) anything they still owned. While the read's
+//! messages are raised, and after such a bailout out of them, `$_SESSION` is
+//! empty with the session active: the request's saves are refused, or the
+//! error handler or PHP's shutdown would store the empty session.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -68,14 +69,16 @@ pub(super) fn queue(message: Message) {
 /// so the password in it is masked first. The queued messages are raised
 /// last, when only `T` (a status or a string PHP owns) is left.
 fn guard<T>(hook: &str, failure: T, body: impl FnOnce() -> Result<T>) -> T {
-    guard_or(hook, failure, || {}, body)
+    guard_raising(hook, failure, |_| {}, body)
 }
 
-/// [`guard`], with what a bailout out of the hook's messages leaves undone.
-fn guard_or<T>(
+/// [`guard`], telling `raising` when the hook's messages start to be raised
+/// (`true`) and when all were (`false`, never said when a fatal error in the
+/// error handler they run makes PHP bail out of them).
+fn guard_raising<T>(
     hook: &str,
     failure: T,
-    bailed_out: impl FnOnce(),
+    raising: impl Fn(bool),
     body: impl FnOnce() -> Result<T>,
 ) -> T {
     let outcome = match catch_unwind(AssertUnwindSafe(|| crate::budget::hook(body))) {
@@ -92,19 +95,19 @@ fn guard_or<T>(
         }
     };
     crate::cluster::release_memory_after_large_exchange();
-    raise_pending_or(bailed_out);
+    if PENDING.with_borrow(|pending| !pending.is_empty()) {
+        raising(true);
+        raise_pending();
+        raising(false);
+    }
     value
-}
-
-pub(super) fn raise_pending() {
-    raise_pending_or(|| {});
 }
 
 /// Raises the queued messages one at a time, each copied into PHP's request
 /// memory. If the application's error handler dies with a fatal error, PHP
-/// bails out: the rest of the queue and the copy are dropped, `bailed_out`
-/// records what that leaves undone, and the bailout goes on past the hook.
-fn raise_pending_or(bailed_out: impl FnOnce()) {
+/// bails out: the rest of the queue and the copy are dropped, and the
+/// bailout goes on past the hook.
+pub(super) fn raise_pending() {
     while let Some(message) = PENDING.with_borrow_mut(VecDeque::pop_front) {
         let (level, text) = match message {
             Message::Warning(text) => (ErrorType::Warning, text),
@@ -121,7 +124,6 @@ fn raise_pending_or(bailed_out: impl FnOnce()) {
         };
         if bailed {
             PENDING.with_borrow_mut(VecDeque::clear);
-            bailed_out();
             // SAFETY: only values without destructors are left on the Rust
             // frames PHP's longjmp passes (see the module's comment).
             unsafe { rediscluster_session_bailout() }
@@ -222,9 +224,11 @@ pub unsafe extern "C" fn read(
     val: *mut *mut zend_string,
     _maxlifetime: zend_long,
 ) -> zend_result {
-    // A bailout here leaves $_SESSION empty: PHP's shutdown must not save it.
-    let cut_short = || crate::request::with(crate::request::Request::read_cut_short);
-    guard_or("read", FAILURE, cut_short, || {
+    // PHP fills $_SESSION once the read returns: until then, a save (from
+    // the error handler its messages run, or at shutdown after a fatal error
+    // there) would store an empty session.
+    let unread = |raising| crate::request::with(|request| request.set_unread(raising));
+    guard_raising("read", FAILURE, unread, || {
         let data = unsafe { with_handler(mod_data, |h| h.read(bytes(key)))? };
         // SAFETY: PHP owns and frees the non-persistent string.
         unsafe { *val = new_zend_string(&data) };
