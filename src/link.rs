@@ -585,34 +585,36 @@ fn io_error(error: &RedisError) -> Option<&io::Error> {
         .downcast_ref::<io::Error>()
 }
 
-/// Connects to the first of the host's addresses that answers by `deadline`.
+/// Connects to `addr` by `deadline`: its IP address, or the addresses its
+/// host name has (see [`resolve::connect`]).
 fn connect_tcp(addr: &NodeAddr, deadline: Instant) -> io::Result<TcpStream> {
-    let literal = addr.host.parse::<IpAddr>().ok();
-    let addresses = match literal {
-        Some(ip) => vec![ip],
+    let connect_any = |addresses: &[IpAddr]| connect_first(addresses, addr, deadline);
+    match addr.host.parse::<IpAddr>() {
+        Ok(ip) => connect_any(&[ip]),
         // On this thread, within the deadline: `getaddrinfo` takes no
         // timeout, and a thread given up on inside it would hand a
         // `pcntl_fork()` child the resolver's locks, held by a thread the
         // child does not have. `resolve` says where it still falls back to
         // `getaddrinfo`, unbounded.
-        None => resolve::lookup(&addr.host, deadline)?,
-    };
+        Err(_) => resolve::connect(&addr.host, deadline, connect_any),
+    }
+}
+
+/// Connects to the first of `addresses` that answers by `deadline`.
+fn connect_first(
+    addresses: &[IpAddr],
+    addr: &NodeAddr,
+    deadline: Instant,
+) -> io::Result<TcpStream> {
     let mut last_error = None;
-    for ip in addresses {
+    for &ip in addresses {
         let remaining = deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
             break;
         }
         match TcpStream::connect_timeout(&SocketAddr::new(ip, addr.port), remaining) {
             Ok(stream) => return Ok(stream),
-            Err(error) => {
-                if literal.is_none() {
-                    // The name may point elsewhere now (a DNS endpoint
-                    // whose nodes changed): the next connect asks again.
-                    resolve::forget(&addr.host);
-                }
-                last_error = Some(error);
-            }
+            Err(error) => last_error = Some(error),
         }
     }
     Err(last_error.unwrap_or_else(|| {

@@ -24,7 +24,8 @@
 //!   no usable server, or when every name was answered as having no address
 //!   (nsswitch.conf's other sources, mDNS or LDAP say, may know it).
 //! - Cache: per thread, a name's DNS answer for its TTL (an hour at most),
-//!   until a connect to one of its addresses fails.
+//!   until a connect to its addresses fails; DNS is then asked again at once
+//!   and a new address tried in the same connect.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -160,21 +161,57 @@ thread_local! {
     static CACHE: RefCell<HashMap<String, Cached>> = RefCell::new(HashMap::new());
 }
 
-/// The addresses of `host`, a name (not an IP address), in the order to try
-/// them; DNS is asked within `deadline`.
-pub fn lookup(host: &str, deadline: Instant) -> io::Result<Vec<IpAddr>> {
+/// Connects with `connect` to the addresses of `host`, a name (not an IP
+/// address), tried in order; DNS is asked within `deadline`. When none of
+/// them answers, the name may point elsewhere now (a DNS endpoint whose nodes
+/// changed): its cached answer is forgotten and DNS asked again, and any new
+/// address is tried, within the same deadline.
+pub fn connect<T>(
+    host: &str,
+    deadline: Instant,
+    connect: impl FnMut(&[IpAddr]) -> io::Result<T>,
+) -> io::Result<T> {
     let read =
         |path: &str| String::from_utf8_lossy(&std::fs::read(path).unwrap_or_default()).into_owned();
-    lookup_in(
+    connect_in(
         host,
         deadline,
         &read(HOSTS),
         &ResolvConf::parse(&read(RESOLV_CONF)),
+        connect,
     )
 }
 
+fn connect_in<T>(
+    host: &str,
+    deadline: Instant,
+    hosts: &str,
+    conf: &ResolvConf,
+    mut connect: impl FnMut(&[IpAddr]) -> io::Result<T>,
+) -> io::Result<T> {
+    let was_cached = cached(host).is_some();
+    let addresses = lookup_in(host, deadline, hosts, conf)?;
+    let error = match connect(&addresses) {
+        Ok(connected) => return Ok(connected),
+        Err(error) => error,
+    };
+    forget(host);
+    // A fresh answer that failed is asked again only by the next connect.
+    if !was_cached {
+        return Err(error);
+    }
+    let moved: Vec<IpAddr> = lookup_in(host, deadline, hosts, conf)?
+        .into_iter()
+        .filter(|ip| !addresses.contains(ip))
+        .collect();
+    if moved.is_empty() {
+        return Err(error);
+    }
+    connect(&moved)
+}
+
 /// A connect to one of `host`'s addresses failed: the next lookup asks DNS again.
-pub fn forget(host: &str) {
+fn forget(host: &str) {
     CACHE.with_borrow_mut(|cache| cache.remove(host));
 }
 
@@ -671,8 +708,6 @@ fn ask_server(server: SocketAddr, qname: &[u8], until: Instant) -> Round {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ConnectionConfig, NodeAddr};
-    use crate::link::Link;
     use std::sync::{Arc, Mutex};
 
     fn ip(text: &str) -> IpAddr {
@@ -1193,7 +1228,7 @@ mod tests {
     }
 
     #[test]
-    fn a_connect_that_fails_forgets_the_answer_one_that_works_keeps_it() {
+    fn a_connect_that_fails_asks_again_and_follows_the_name_one_that_works_keeps_it() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let live = listener.local_addr().unwrap().port();
         let closed = std::net::TcpListener::bind("127.0.0.1:0")
@@ -1201,23 +1236,55 @@ mod tests {
             .local_addr()
             .unwrap()
             .port();
-        let found = Found {
-            addresses: vec![ip("127.0.0.1")],
+        // The name now points at 127.0.0.1; the cache still says 127.0.0.2.
+        let (server, asked) = name_server(Duration::ZERO, |_, qtype, query| {
+            Some(match qtype {
+                TYPE_A => reply(query, 0, &[record(TYPE_A, 60, &[127, 0, 0, 1])]),
+                _ => reply(query, 0, &[]),
+            })
+        });
+        let conf = conf(&[server], &[]);
+        let queries = || asked.lock().unwrap().len();
+        let connect = |host: &str, port| {
+            let tried = RefCell::new(Vec::new());
+            let result = connect_in(host, soon(), "", &conf, |addresses| {
+                tried.borrow_mut().extend_from_slice(addresses);
+                let addresses: Vec<_> = addresses
+                    .iter()
+                    .map(|&ip| SocketAddr::new(ip, port))
+                    .collect();
+                std::net::TcpStream::connect(&addresses[..])
+            });
+            (result.is_ok(), tried.into_inner())
+        };
+        let stale = Found {
+            addresses: vec![ip("127.0.0.2")],
             ttl: Duration::from_secs(60),
         };
-        remember("node.cached.test", &found);
-        let config = ConnectionConfig::from(&crate::save_path::parse("seed[]=h:1").unwrap());
-        let open = |port| {
-            let node = NodeAddr {
-                host: "node.cached.test".into(),
-                port,
-            };
-            Link::open(&config, &node, soon())
-        };
-        assert!(open(live).is_ok());
-        assert_eq!(cached("node.cached.test"), Some(found.addresses));
-        assert!(open(closed).is_err());
-        assert_eq!(cached("node.cached.test"), None);
+        remember("moved.test", &stale);
+        assert_eq!(
+            connect("moved.test", live),
+            (true, vec![ip("127.0.0.2"), ip("127.0.0.1")])
+        );
+        assert_eq!(cached("moved.test"), Some(vec![ip("127.0.0.1")]));
+        assert_eq!(queries(), 2);
+        // Kept while it works: no query.
+        assert!(connect("moved.test", live).0);
+        assert_eq!(queries(), 2);
+        // The same address again after a failure: asked again, not tried twice.
+        assert_eq!(
+            connect("moved.test", closed),
+            (false, vec![ip("127.0.0.1")])
+        );
+        assert_eq!(queries(), 4);
+        // A fresh answer that fails is not asked again in the same connect.
+        forget("moved.test");
+        assert_eq!(
+            connect("moved.test", closed),
+            (false, vec![ip("127.0.0.1")])
+        );
+        assert_eq!(queries(), 6);
+        assert_eq!(cached("moved.test"), None);
     }
 
     #[test]
