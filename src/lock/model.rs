@@ -52,6 +52,7 @@
 //!   the caller's secret is applied, and the repeat of one that applied, its
 //!   reply lost, is acknowledged.
 
+pub(crate) mod node;
 pub(crate) mod server;
 
 use std::sync::atomic::{AtomicU16, Ordering};
