@@ -20,6 +20,11 @@
 //! have taken, as every failed call does, then serves the session read-only
 //! from the replica and never writes.
 //!
+//! With `forks`, a holder forks (`pcntl_fork()`): the child lets go of the
+//! session through the real [`SessionHandler`] holding the lock it
+//! inherited, a write, touch, destroy or none and then close, and the
+//! handler's rule must make none of it a call.
+//!
 //! The adversary: a client crashes at any point; a reply is lost after the
 //! server applied the call (the client repeats it once, as the cluster client
 //! does on a broken connection, and gives up after a second loss); a BLPOP
@@ -61,13 +66,19 @@ use std::time::{Duration, Instant};
 
 use stateright::{Checker, Model, Property};
 
+use self::node::{Ini, Node};
 use self::server::Server;
 use super::scripts::{ACQUIRE_AND_READ, DESTROY_AND_RELEASE, RELEASE};
 use super::{Acquisition, Attempt, HAND_OVER_TIMEOUT, Save, longest_piece, released};
+use crate::handler::SessionHandler;
 use crate::keys::LockKeys;
 use crate::lifetime::{Change, Lifetime};
-use crate::settings::{LockSettings, ReleaseCommand};
+use crate::save_path::Failover;
+use crate::settings::{LockSettings, ReleaseCommand, Settings};
 use crate::store::Reply;
+
+/// The session's id; with an empty prefix, also its data key.
+const SID: &[u8] = b"S";
 
 /// The data key's TTL (`gc_maxlifetime`): longer than any run.
 const DATA_TTL: Duration = Duration::from_secs(3600);
@@ -102,6 +113,10 @@ pub enum Op {
     Release,
 }
 
+impl Op {
+    const ALL: [Op; 4] = [Op::Write, Op::Touch, Op::Destroy, Op::Release];
+}
+
 #[derive(Clone, Debug)]
 pub struct LockModel {
     /// How many acquisitions each client makes, one after the other.
@@ -120,7 +135,8 @@ pub struct LockModel {
     pub refresh: bool,
     pub foreign_destroys: u8,
     /// `pcntl_fork()` while holding the lock: the child shares the
-    /// acquisition, and makes no call with it (the handler's rule).
+    /// acquisition, and lets go of it through the real handler (see
+    /// [`LockModel::forked_child_lets_go`]).
     pub forks: u8,
     pub tick_ms: i64,
     /// The clock stops here: every run is finite.
@@ -303,7 +319,7 @@ pub enum Action {
 
 /// The session's keys, made once: every step reads them.
 fn keys() -> &'static LockKeys {
-    static KEYS: LazyLock<LockKeys> = LazyLock::new(|| LockKeys::new(b"S").unwrap());
+    static KEYS: LazyLock<LockKeys> = LazyLock::new(|| LockKeys::new(SID).unwrap());
     &KEYS
 }
 
@@ -1079,6 +1095,55 @@ impl LockModel {
             state.clients[c].renewed = true;
         }
     }
+
+    /// Client `c`, a child forked while its parent held the lock, lets go of
+    /// the session through the real [`SessionHandler`], holding the lock it
+    /// inherited: `op`'s hook (a write, a touch, a destroy, or none), then
+    /// close, as PHP's session module calls them, and exits. The handler's
+    /// rule: the lock is the parent's, so none of it makes a call, and the
+    /// child's write or destroy is refused, never acknowledged.
+    fn forked_child_lets_go(&self, state: &mut State, c: usize, op: Op) {
+        static INI: LazyLock<Ini> = LazyLock::new(Ini::defaults);
+        let client = &state.clients[c];
+        let held = client
+            .acquisition
+            .as_ref()
+            .unwrap()
+            .held
+            .as_forked_child_has_it();
+        let read = client.read.unwrap();
+        let mut settings = Settings::load(&*INI, Failover::None);
+        settings.lock = Some(self.lock.clone());
+        settings.session_ttl = DATA_TTL;
+        settings.early_refresh = self.refresh;
+        let node = Node::holding(state.primary.clone());
+        let mut handler =
+            SessionHandler::with_store(node.clone(), &b""[..], settings, &*INI).with_lock(held);
+        let answered_right = match op {
+            Op::Write => handler
+                .write(SID, (read + 1).to_string().as_bytes())
+                .is_err(),
+            Op::Destroy => handler.destroy(SID).is_err(),
+            // An unchanged session is let go of silently.
+            Op::Touch => handler
+                .update_timestamp(SID, read.to_string().as_bytes())
+                .is_ok(),
+            Op::Release => true,
+        } && handler.close().is_ok();
+        let after = node.server().clone();
+        if after != state.primary {
+            let why = format!("client {c}, a forked child, made a call with its parent's lock");
+            state.fail(Invariant::Safety, why);
+        }
+        if !answered_right {
+            let why = format!(
+                "client {c}, a forked child: its {op:?} not answered as the rule says (a write or destroy refused, a touch let go of)"
+            );
+            state.fail(Invariant::Safety, why);
+        }
+        state.primary = after;
+        state.clients[c].phase = Phase::Dead;
+    }
 }
 
 impl Model for LockModel {
@@ -1160,6 +1225,11 @@ impl Model for LockModel {
                     continue;
                 }
                 Phase::Idle => actions.push(Action::Step(c8)),
+                // A forked child lets go of its parent's session each way
+                // PHP may, whatever the parent does.
+                Phase::Holding if client.forked => {
+                    actions.extend(Op::ALL.map(|op| Action::Save(c8, op, Pick::Keep)));
+                }
                 // What to do, and when, is the holder's choice.
                 Phase::Holding => {
                     for &op in &self.ops {
@@ -1171,7 +1241,7 @@ impl Model for LockModel {
                         };
                         actions.extend(picks.iter().map(|&pick| Action::Save(c8, op, pick)));
                     }
-                    if state.forks < self.forks && !client.forked {
+                    if state.forks < self.forks {
                         actions.push(Action::Fork(c8));
                     }
                     if self.renews(client, now) {
@@ -1256,9 +1326,8 @@ impl Model for LockModel {
                 }
                 state.replica.expire_keys();
             }
-            // A forked child lets go of its parent's lock without a call, and exits.
-            Action::Save(c, _, _) if state.clients[usize::from(c)].forked => {
-                state.clients[usize::from(c)].phase = Phase::Dead;
+            Action::Save(c, op, _) if state.clients[usize::from(c)].forked => {
+                self.forked_child_lets_go(&mut state, usize::from(c), op);
             }
             Action::Save(c, op, pick) => {
                 state.clients[usize::from(c)].phase = match (op, self.lock.release) {
@@ -1819,9 +1888,10 @@ mod quick {
         }
     }
 
-    /// A holder forks (`pcntl_fork()`): its child's saves make no call, so
-    /// the parent's write or destroy still goes through and nothing the
-    /// child does is acknowledged to the parent.
+    /// A holder forks (`pcntl_fork()`): its child lets go of the session
+    /// every way through the real handler, whose rule makes none of it a
+    /// call, so the parent's write or destroy still goes through and nothing
+    /// the child does is acknowledged.
     #[test]
     #[ignore = "exhaustive, seconds: the quick tier"]
     fn a_holder_forks() {
