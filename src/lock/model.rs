@@ -1494,7 +1494,7 @@ mod tests {
     use super::*;
     use std::time::Instant;
 
-    fn settings(ttl_ms: u64, retries: u64) -> LockSettings {
+    pub(super) fn settings(ttl_ms: u64, retries: u64) -> LockSettings {
         LockSettings {
             ttl: Duration::from_millis(ttl_ms),
             wait: Duration::from_millis(1000),
@@ -1952,6 +1952,251 @@ mod quick {
         holds(
             "2 clients, 2 lost replies, 1 failover, failover=error",
             model,
+        );
+    }
+}
+
+/// The log of savers `<lock>_DONE`, a holder's fence, outlives the holder's
+/// right to write (issue 39), whatever the TTLs: for each way a lock is
+/// taken after a save (by the acquire script, handed over by each way of
+/// letting go, with a lease a plain take and its first renewal), each lease
+/// and `lock_expire`, the previous saver's as long or shorter, and a take
+/// early or late in the log's life. The right's end is the client's own:
+/// its lock's TTL as taken, or with a lease what is left of `lock_expire`
+/// for a re-take. A save at its last millisecond must land. In `cargo test`:
+/// the model's configurations that find a fence expiring early take minutes.
+#[cfg(test)]
+mod fence {
+    use super::*;
+    use crate::lock::HeldLock;
+
+    /// How the holder comes to hold the lock after the last save.
+    #[derive(Clone, Copy, Debug)]
+    enum Taken {
+        ByScript,
+        /// Queued, and handed the lock by its holder letting go this way.
+        HandedOver(Op),
+        /// With a lease: `SET NX`, then its watchdog's first renewal this
+        /// many ms in.
+        PlainThenRenewed(i64),
+    }
+
+    /// One primary on the clients' clock (ms since the start).
+    struct Primary(Server);
+
+    impl Primary {
+        fn at(&mut self, ms: i64) {
+            self.0.now_ms = SERVER_START_MS + ms;
+            self.0.expire_keys();
+        }
+
+        fn eval(
+            &mut self,
+            script: &crate::script::LuaScript,
+            keys: &[&[u8]],
+            args: &[&[u8]],
+        ) -> Reply {
+            self.0.eval(script, keys, args).expect("declared keys")
+        }
+
+        /// When `key` expires, in client ms (`None`: it is gone).
+        fn expiry(&self, key: &[u8]) -> Option<i64> {
+            self.0
+                .ttl_of(key)
+                .map(|at| at.expect("every key has a TTL") - SERVER_START_MS)
+        }
+
+        /// Takes the lock by script at `now` for `acquisition`, or queues it
+        /// for long; whether it took it.
+        fn attempt(&mut self, acquisition: &mut Acquisition, now: i64) -> bool {
+            acquisition.taking_at(|| instant(now));
+            let wait = Duration::from_secs(60);
+            let reply = acquisition.attempt_call(wait, false, |keys, args| {
+                Ok::<_, ()>(self.eval(&ACQUIRE_AND_READ, keys, args))
+            });
+            match acquisition.attempt_replied(reply.unwrap(), wait).unwrap() {
+                Attempt::Locked(_) => true,
+                Attempt::Busy(_) => false,
+                Attempt::Rejected(..) => unreachable!("no cap on waiters"),
+            }
+        }
+
+        /// `SET NX` and `GET` at `now`.
+        fn plain_take(&mut self, acquisition: &mut Acquisition) {
+            let mut replies = Vec::new();
+            acquisition.plain_take().each_command(|command| {
+                let keys: Vec<&[u8]> = command.get(1).into_iter().copied().collect();
+                let command: Vec<Vec<u8>> = command.iter().map(|arg| arg.to_vec()).collect();
+                replies.push(self.0.call(&command, &keys).expect("declared keys"));
+            });
+            let read = acquisition.plain_take().read(replies).unwrap();
+            acquisition.plain_read(read.expect("a free lock"));
+        }
+
+        /// The holder lets go at `now` this way; whether its save landed.
+        fn let_go(&mut self, held: &HeldLock, op: Op, now: i64) -> bool {
+            let at = instant(now);
+            let reply = match op {
+                Op::Write | Op::Touch => {
+                    let save = if op == Op::Write {
+                        Save::Write
+                    } else {
+                        Save::Touch
+                    };
+                    held.save_call(save, b"1", DATA_TTL, Change::Keep, at, |script, args| {
+                        held.with_release_keys(|keys| self.eval(script, keys, args))
+                    })
+                }
+                Op::Destroy => held.destroy_call(at, |args| {
+                    held.with_release_keys(|keys| self.eval(&DESTROY_AND_RELEASE, keys, args))
+                }),
+                Op::Release => held.with_release_keys(|keys| {
+                    self.eval(&RELEASE, keys, &[held.secret().as_bytes()])
+                }),
+            };
+            released(reply).unwrap().ours
+        }
+    }
+
+    fn settings(expire_ms: u64, lease_ms: Option<u64>) -> LockSettings {
+        LockSettings {
+            ttl: Duration::from_millis(expire_ms),
+            lease: lease_ms.map(|ms| Duration::from_millis(ms.min(expire_ms))),
+            ..tests::settings(expire_ms, 10)
+        }
+    }
+
+    /// Client `c`'s acquisition, started at `now`.
+    fn acquisition(c: usize, lock: &LockSettings, now: i64) -> Acquisition {
+        Acquisition::with_secret(keys().clone(), lock, None, secret(c, 0), instant(now))
+    }
+
+    /// The last save lands at 0 (client 0, with `saver`'s settings); then
+    /// client 1, with `lock`, comes to hold the lock as `taken` says, `late`
+    /// or early in that save's log's life. Checks the holder's fence
+    /// against its right to write; a description of what broke.
+    fn holds_the_right(
+        saver: &LockSettings,
+        lock: &LockSettings,
+        taken: Taken,
+        late: bool,
+    ) -> Result<(), String> {
+        let mut primary = Primary(Server::default());
+        primary.at(0);
+        let mut last = acquisition(0, saver, 0);
+        assert!(primary.attempt(&mut last, 0));
+        let log_until = |primary: &Primary| primary.expiry(keys().done());
+        let mut holder = acquisition(1, lock, 0);
+        let taken_at = match taken {
+            Taken::ByScript | Taken::PlainThenRenewed(_) => {
+                assert!(primary.let_go(&last.held, Op::Write, 0));
+                let end = log_until(&primary).unwrap();
+                let now = if late { end - 1 } else { 1 };
+                primary.at(now);
+                holder = acquisition(1, lock, now);
+                if let Taken::PlainThenRenewed(renewed_at) = taken {
+                    primary.plain_take(&mut holder);
+                    primary.at(now + renewed_at);
+                    let lease = holder.held.lease().expect("a lease");
+                    lease.renewal_call(instant(now + renewed_at), |script, keys, args| {
+                        primary.eval(script, keys, args)
+                    });
+                } else {
+                    assert!(primary.attempt(&mut holder, now));
+                }
+                now
+            }
+            Taken::HandedOver(op) => {
+                // The log a save before the last holder's made, then that
+                // holder's take; the holder queues behind it.
+                assert!(primary.let_go(&last.held, Op::Write, 0));
+                let mut handing = acquisition(2, saver, 1);
+                primary.at(1);
+                assert!(primary.attempt(&mut handing, 1));
+                primary.at(2);
+                assert!(!primary.attempt(&mut holder, 2));
+                let handing_until = primary.expiry(&keys().lock).unwrap();
+                let now = if late { handing_until - 1 } else { 3 };
+                primary.at(now);
+                primary.let_go(&handing.held, op, now);
+                let list = holder.wait_list().to_vec();
+                let pushed = match primary.0.call(&[b"LPOP".to_vec(), list.clone()], &[&list]) {
+                    Ok(Reply::Data(pushed)) => pushed,
+                    other => return Err(format!("no hand-over: {other:?}")),
+                };
+                holder
+                    .popped(Some(pushed))
+                    .unwrap()
+                    .expect("handed to the holder");
+                2
+            }
+        };
+        let now = primary.0.now_ms - SERVER_START_MS;
+        let held = &holder.held;
+        let right_until = match held.retake_ms(instant(now)) {
+            Some(left) => {
+                now + String::from_utf8_lossy(left.as_bytes())
+                    .parse::<i64>()
+                    .unwrap()
+            }
+            None => primary
+                .expiry(&keys().lock)
+                .expect("the lock is the holder's"),
+        };
+        if right_until <= taken_at {
+            return Err(format!("no right to write at all: until {right_until}"));
+        }
+        let fence_read = held.fence.as_ref().is_some_and(|fence| !fence.is_empty())
+            || held
+                .leased
+                .as_ref()
+                .is_some_and(|leased| leased.retake_fence.is_some());
+        if fence_read && log_until(&primary).is_none_or(|until| until < right_until) {
+            return Err(format!(
+                "the fence lives until {:?}, the right to write until {right_until}",
+                log_until(&primary)
+            ));
+        }
+        primary.at(right_until - 1);
+        if !primary.let_go(held, Op::Write, right_until - 1) {
+            return Err(format!("a write at {} ms refused", right_until - 1));
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn the_fence_outlives_the_right_to_write() {
+        let mut broken = Vec::new();
+        let mut checked = 0;
+        for expire_ms in [2000, 3000, 10_000] {
+            for lease_ms in [None, Some(1000), Some(2000)] {
+                let lock = settings(expire_ms, lease_ms);
+                for saver_ms in [1000, expire_ms] {
+                    let saver = settings(saver_ms, lease_ms);
+                    let mut ways = vec![Taken::ByScript];
+                    ways.extend(Op::ALL.map(Taken::HandedOver));
+                    if let Some(lease) = lock.lease {
+                        let lease = lease.as_millis() as i64;
+                        ways.extend([1, lease - 1].map(Taken::PlainThenRenewed));
+                    }
+                    for taken in ways {
+                        for late in [false, true] {
+                            checked += 1;
+                            if let Err(why) = holds_the_right(&saver, &lock, taken, late) {
+                                broken.push(format!(
+                                    "lock_expire {expire_ms} ms, lease {lease_ms:?}, the last saver's lock_expire {saver_ms} ms, {taken:?}, late {late}: {why}"
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            broken.is_empty(),
+            "{} of {checked}:\n{}",
+            broken.len(),
+            broken.join("\n")
         );
     }
 }
