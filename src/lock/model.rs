@@ -1117,8 +1117,8 @@ impl LockModel {
         settings.session_ttl = DATA_TTL;
         settings.early_refresh = self.refresh;
         let node = Node::holding(state.primary.clone());
-        let mut handler =
-            SessionHandler::with_store(node.clone(), &b""[..], settings, &*INI).with_lock(held);
+        let mut handler = SessionHandler::with_store(node.clone(), b"".as_slice(), settings, &*INI)
+            .with_lock(held);
         let answered_right = match op {
             Op::Write => handler
                 .write(SID, (read + 1).to_string().as_bytes())
@@ -2021,7 +2021,7 @@ mod fence {
             }
         }
 
-        /// `SET NX` and `GET` at `now`.
+        /// `SET NX` and `GET`.
         fn plain_take(&mut self, acquisition: &mut Acquisition) {
             let mut replies = Vec::new();
             acquisition.plain_take().each_command(|command| {
@@ -2085,15 +2085,14 @@ mod fence {
         primary.at(0);
         let mut last = acquisition(0, saver, 0);
         assert!(primary.attempt(&mut last, 0));
+        assert!(primary.let_go(&last.held, Op::Write, 0));
         let log_until = |primary: &Primary| primary.expiry(keys().done());
-        let mut holder = acquisition(1, lock, 0);
-        let taken_at = match taken {
+        let (holder, taken_at) = match taken {
             Taken::ByScript | Taken::PlainThenRenewed(_) => {
-                assert!(primary.let_go(&last.held, Op::Write, 0));
                 let end = log_until(&primary).unwrap();
                 let now = if late { end - 1 } else { 1 };
                 primary.at(now);
-                holder = acquisition(1, lock, now);
+                let mut holder = acquisition(1, lock, now);
                 if let Taken::PlainThenRenewed(renewed_at) = taken {
                     primary.plain_take(&mut holder);
                     primary.at(now + renewed_at);
@@ -2104,16 +2103,16 @@ mod fence {
                 } else {
                     assert!(primary.attempt(&mut holder, now));
                 }
-                now
+                (holder, now)
             }
             Taken::HandedOver(op) => {
-                // The log a save before the last holder's made, then that
-                // holder's take; the holder queues behind it.
-                assert!(primary.let_go(&last.held, Op::Write, 0));
+                // After the last save, another holder's take; the holder
+                // queues behind it.
                 let mut handing = acquisition(2, saver, 1);
                 primary.at(1);
                 assert!(primary.attempt(&mut handing, 1));
                 primary.at(2);
+                let mut holder = acquisition(1, lock, 2);
                 assert!(!primary.attempt(&mut holder, 2));
                 let handing_until = primary.expiry(&keys().lock).unwrap();
                 let now = if late { handing_until - 1 } else { 3 };
@@ -2128,14 +2127,15 @@ mod fence {
                     .popped(Some(pushed))
                     .unwrap()
                     .expect("handed to the holder");
-                2
+                (holder, 2)
             }
         };
         let now = primary.0.now_ms - SERVER_START_MS;
         let held = &holder.held;
         let right_until = match held.retake_ms(instant(now)) {
             Some(left) => {
-                now + String::from_utf8_lossy(left.as_bytes())
+                now + std::str::from_utf8(left.as_bytes())
+                    .unwrap()
                     .parse::<i64>()
                     .unwrap()
             }
