@@ -238,13 +238,21 @@ impl Checker {
                     Pick::Fixed => (7200, false),
                     Pick::Reset => (0, true),
                 };
+                let before = unix_now_ms();
                 request::set_lifetime(seconds, sliding)?;
-                php.pending = Some(
-                    match Lifetime::requested(seconds, sliding, unix_now_ms())? {
-                        Some(lifetime) => Change::Set(lifetime),
-                        None => Change::Drop,
-                    },
-                );
+                // A fixed end is counted from the clock at the call: any
+                // millisecond it lasted (one apart failed 1 run in 60).
+                let (sid, ..) = php.active.as_ref().unwrap();
+                let asked = request::with(|request| request.change(sid));
+                let fits = (before..=unix_now_ms()).any(|now| {
+                    let change = Lifetime::requested(seconds, sliding, now)
+                        .map(|lifetime| lifetime.map_or(Change::Drop, Change::Set));
+                    change.is_ok_and(|change| change == asked)
+                });
+                if !fits {
+                    bail!("set_lifetime({seconds}, {sliding}) asked for {asked:?}");
+                }
+                php.pending = Some(asked);
                 Ok(())
             }
             Call::WriteClose => {
