@@ -70,7 +70,7 @@ function await(string $name): void {
     while (!file_exists(getenv('RCS_MODEL_SYNC') . "/$name") && microtime(true) < $until) usleep(5000);
 }
 /** Stops the whole process, its lease's watchdog too, for $seconds. */
-function freeze(int $seconds): void {
+function freeze(float $seconds): void {
     $pid = getmypid();
     exec("(sleep $seconds; kill -CONT $pid) >/dev/null 2>&1 & kill -STOP $pid");
 }
@@ -142,9 +142,9 @@ function model_group_script(array $sections, string $tag): string {
         signal("held-$label");
         await("done-$label");
     }
-    if ($how === 'expire') usleep(2000000);   // past its lock_expire
+    if ($how === 'expire') usleep(1500000);   // past its lock_expire
     if ($how === 'fence') {
-        freeze(2);   // past its lease: nobody renews it, and nobody else takes it
+        freeze(1.5);   // past its lease: nobody renews it, and nobody else takes it
         echo "fence $s ", json_encode(!rediscluster_session_lock_info(session_id())['locked']), "\n";
     }
     if ($how === 'incr_end') break;   // written at the request's end
