@@ -14,27 +14,38 @@ while (ob_get_level()) ob_end_flush();
 $seed = (int)(getenv('RCS_MODEL_SEED') ?: random_int(1, 1 << 30));
 $count = (int)(getenv('RCS_MODEL_SEQUENCES') ?: 300);
 $seconds = (float)(getenv('RCS_MODEL_SECONDS') === false ? 150 : getenv('RCS_MODEL_SECONDS'));
-$deadline = $seconds > 0 ? microtime(true) + $seconds : INF;
+$started = microtime(true);
+$deadline = $seconds > 0 ? $started + $seconds : INF;
 echo "seed $seed: ";
 $failures = [];
 $failed = [];
+$reached = array_fill_keys(MODEL_FEATURES, 0);
 for ($ran = 0; $ran < $count && microtime(true) < $deadline; $ran++) {
     $sequence = model_sequence($seed + $ran);
-    $failure = model_check($sequence);
+    $failure = model_check($sequence, $reached);
     echo $failure === null ? '.' : 'F';
     if ($failure === null) continue;
     $failed[$failure['kind']] = ($failed[$failure['kind']] ?? 0) + 1;
     $failures[$failure['kind']] ??= [$sequence, $failure];
 }
 echo "\n";
+// How often each feature few sequences reach was reached: the generator
+// forces each once in every MODEL_PERIOD sequences, so a run of that many
+// that never reached one has stopped reaching it.
+printf("reached in %d sequences (%d s): %s\n", $ran, microtime(true) - $started,
+    implode(', ', array_map(fn($feature, $times) => "$feature $times", array_keys($reached), $reached)));
+if ($ran >= MODEL_PERIOD && !$failures) {
+    foreach (array_keys($reached, 0, true) as $feature) echo "FAILED: never reached $feature\n";
+}
 // The first failure of each kind, shrunk.
 foreach ($failures as $kind => [$sequence, $failure]) {
     echo "FAILED: $kind, in {$failed[$kind]} of $ran sequences; the first: RCS_MODEL_SEED=$sequence[seed] RCS_MODEL_SEQUENCES=1\nshrinking: ";
     [$small, $small_failure] = model_shrink($sequence, $failure);
     echo "\n", model_repro($small, $small_failure), "\n";
 }
-echo $failures ? '' : "ok\n";
+echo $failures || ($ran >= MODEL_PERIOD && in_array(0, $reached, true)) ? '' : "ok\n";
 ?>
 --EXPECTF--
 seed %d: %s
+reached in %d sequences (%d s): %s
 ok

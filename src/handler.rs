@@ -229,6 +229,14 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         }
     }
 
+    /// The handler as it stands with `lock` held: the lock model's forked
+    /// children start from their parent's.
+    #[cfg(test)]
+    pub(crate) fn with_lock(mut self, lock: HeldLock) -> Self {
+        self.lock = Some(lock);
+        self
+    }
+
     /// A clamped `session.gc_maxlifetime` gets phpredis's notice in the hooks
     /// that store data, once per read and once per write.
     fn notice_clamped_ttl(&mut self) {

@@ -1,7 +1,7 @@
 //! What a PHP request knows of its sessions between the save handler's hooks,
 //! in one type whose methods are the transitions PHP's calls make: a session
 //! read, `rediscluster_session_set_lifetime()`, a save, a destroy, a close,
-//! `session_regenerate_id()` and the request's end. A session's own lifetime
+//! `session_regenerate_id()` and the request's end ([`request_end`]). A session's own lifetime
 //! belongs to exactly one id: it is asked for the id read last, applied by
 //! that id's next save, dropped by a close that did not save it
 //! (`session_abort()`), and carried to another id only by
@@ -224,6 +224,34 @@ impl Request {
 
 thread_local! {
     static REQUEST: RefCell<Request> = RefCell::new(Request::default());
+}
+
+/// The steps of php-src's request end (`php_request_shutdown()`) that the
+/// extension hooks, in the order PHP runs them. Before them, the functions
+/// given to `register_shutdown_function()` and the destructors run: the
+/// application may still use its session there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EndStep {
+    /// Every module's RSHUTDOWN, in reverse order of their startup: this
+    /// extension's first (it starts after the session module it depends
+    /// on), then the session module's, which writes and closes a session
+    /// still active.
+    ModuleShutdown,
+    /// Every module's post_deactivate, once every RSHUTDOWN has run.
+    PostDeactivate,
+}
+
+/// The extension's part in step `step` of the request's end. The request's
+/// state, the watchdog's leases and the connections of `persistent=0`
+/// clusters end only after the session module's final write, which uses
+/// them all; the next request then starts afresh.
+pub fn request_end(step: EndStep) {
+    if step == EndStep::PostDeactivate {
+        with(Request::ended);
+        crate::budget::request_ended();
+        crate::watchdog::request_ended();
+        crate::store::request_ended();
+    }
 }
 
 /// `rediscluster_session_set_lifetime($seconds, $sliding)` for the session

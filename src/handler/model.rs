@@ -3,7 +3,12 @@
 //! hooks PHP's session module calls for it (as `ext/session/session.c` does),
 //! drive the real [`SessionHandler`] and [`crate::request`] state over the
 //! lock protocol's real Lua scripts on an in-memory node (the model checker's
-//! [`Server`]). After every call an oracle written from PHP's semantics and
+//! server, see [`Node`]). A request ends with php-src's steps in its order
+//! (`php_request_shutdown()`): the shutdown functions' calls, the
+//! extension's RSHUTDOWN, the session module's (its write and close), then
+//! the extension's post_deactivate, each of the extension's steps the one
+//! its module registers ([`request::request_end`]). After every call an
+//! oracle written from PHP's semantics and
 //! the rules of docs/configuration.md and docs/locking.md says what each
 //! session must hold:
 //!
@@ -17,219 +22,25 @@
 //!   the lifetime key expires with it.
 //!
 //! Not here: `session_reset()` (its hand-over of the handler is the cluster
-//! store's), `pcntl_fork()` (in the lock model and `060-fork-lock.phpt`),
+//! store's), `pcntl_fork()` (the lock model runs this handler's rule in its
+//! forked children; `060-fork-lock.phpt`),
 //! concurrency and failures (the lock model), the clock (`056`, `059`).
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::ffi::CStr;
-use std::rc::Rc;
-use std::time::Duration;
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Result, bail};
 use proptest::prelude::*;
 
 use super::SessionHandler;
-use crate::cluster::ReadFrom;
 use crate::keys::{self, LockKeys};
-use crate::lifetime::{Change, Expiry, Lifetime, unix_now_ms};
-use crate::lock::model::server::Server;
-use crate::request;
+use crate::lifetime::{Change, Lifetime, unix_now_ms};
+use crate::lock::model::node::{Ini, Node};
+use crate::request::{self, EndStep};
 use crate::save_path::Failover;
-use crate::script::LuaScript;
-use crate::settings::{INI_DEFAULTS, IniSource, ReleaseCommand, ReplicaAck, Settings};
-use crate::store::{
-    DataAndLifetime, LockStore, PlainRead, PlainTake, Reply, SessionStore, whole_seconds,
-};
+use crate::settings::Settings;
 
 const GC_MAXLIFETIME: u64 = 1440;
 const PREFIX: &[u8] = b"PHPREDIS_SESSION:";
-
-/// One node, shared by the handlers of every request (each open makes one).
-#[derive(Clone, Default)]
-struct Node(Rc<RefCell<Server>>);
-
-impl Node {
-    fn call(&self, args: &[&[u8]]) -> Result<Reply> {
-        self.0.borrow_mut().now_ms = unix_now_ms() as i64;
-        self.call_at_same_time(args)
-    }
-
-    /// A command of the same pipeline as the last `call`: at the same time,
-    /// as the store's pipelined commands run on the server (two clock
-    /// readings a millisecond apart gave the data and its lifetime key
-    /// different expiry times, and the oracle failed 1 run in 3).
-    fn call_at_same_time(&self, args: &[&[u8]]) -> Result<Reply> {
-        let mut server = self.0.borrow_mut();
-        let args: Vec<Vec<u8>> = args.iter().map(|arg| arg.to_vec()).collect();
-        let keys: Vec<&[u8]> = args[1..].iter().map(Vec::as_slice).collect();
-        server.call(&args, &keys).map_err(|fault| anyhow!(fault.0))
-    }
-
-    fn value(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match self.call(&[b"GET", key])? {
-            Reply::Data(data) => Ok(Some(data)),
-            _ => Ok(None),
-        }
-    }
-
-    fn expiry(&self, expiry: Expiry) -> (&'static [u8], String) {
-        match expiry {
-            Expiry::After(ttl) => (b"EX", whole_seconds(ttl).to_string()),
-            Expiry::At(at) => (b"PXAT", at.to_string()),
-        }
-    }
-}
-
-fn not_modelled<T>() -> Result<T> {
-    bail!("not modelled: replicas and failover")
-}
-
-impl SessionStore for Node {
-    fn set_may_fall_back(&mut self, _may_fall_back: bool) {}
-
-    fn read_fallback(
-        &mut self,
-        _: &[u8],
-        _: bool,
-        _: Duration,
-    ) -> Result<(Option<Vec<u8>>, ReadFrom)> {
-        not_modelled()
-    }
-
-    fn get(&mut self, key: &[u8], refresh: Option<Duration>) -> Result<Option<Vec<u8>>> {
-        if let Some(ttl) = refresh {
-            let seconds = whole_seconds(ttl).to_string();
-            return match self.call(&[b"GETEX", key, b"EX", seconds.as_bytes()])? {
-                Reply::Data(data) => Ok(Some(data)),
-                _ => Ok(None),
-            };
-        }
-        self.value(key)
-    }
-
-    fn set(&mut self, key: &[u8], value: &[u8], ttl: Duration) -> Result<()> {
-        let seconds = whole_seconds(ttl).to_string();
-        self.call(&[b"SET", key, value, b"EX", seconds.as_bytes()])
-            .map(drop)
-    }
-
-    fn set_acked(&mut self, _: &[u8], _: &[u8], _: Duration, _: ReplicaAck) -> Result<u32> {
-        not_modelled()
-    }
-
-    fn expire(&mut self, key: &[u8], ttl: Duration) -> Result<bool> {
-        let seconds = whole_seconds(ttl).to_string();
-        Ok(self.call(&[b"EXPIRE", key, seconds.as_bytes()])? == Reply::Int(1))
-    }
-
-    fn get_with_lifetime(&mut self, key: &[u8], lifetime: &[u8]) -> Result<DataAndLifetime> {
-        Ok((self.value(key)?, self.value(lifetime)?))
-    }
-
-    fn set_with_lifetime(
-        &mut self,
-        key: &[u8],
-        data: &[u8],
-        expiry: Expiry,
-        (lifetime, value): (&[u8], Option<&[u8]>),
-        ack: Option<ReplicaAck>,
-    ) -> Result<Option<u32>> {
-        if ack.is_some() {
-            return not_modelled();
-        }
-        let (option, at) = self.expiry(expiry);
-        self.call(&[b"SET", key, data, option, at.as_bytes()])?;
-        match value {
-            Some(value) => {
-                self.call_at_same_time(&[b"SET", lifetime, value, option, at.as_bytes()])?
-            }
-            None => self.call_at_same_time(&[b"DEL", lifetime])?,
-        };
-        Ok(None)
-    }
-
-    fn expire_with_lifetime(
-        &mut self,
-        key: &[u8],
-        lifetime: &[u8],
-        expiry: Expiry,
-    ) -> Result<bool> {
-        let (verb, at): (&[u8], String) = match expiry {
-            Expiry::After(ttl) => (b"EXPIRE", whole_seconds(ttl).to_string()),
-            Expiry::At(at) => (b"PEXPIREAT", at.to_string()),
-        };
-        let renewed = self.call(&[verb, key, at.as_bytes()])? == Reply::Int(1);
-        self.call_at_same_time(&[verb, lifetime, at.as_bytes()])?;
-        Ok(renewed)
-    }
-
-    fn exists(&mut self, key: &[u8]) -> Result<bool> {
-        Ok(self.call(&[b"EXISTS", key])? == Reply::Int(1))
-    }
-
-    fn delete(&mut self, keys: &[&[u8]]) -> Result<()> {
-        let mut args: Vec<&[u8]> = vec![b"DEL"];
-        args.extend_from_slice(keys);
-        self.call(&args).map(drop)
-    }
-
-    fn delete_acked(&mut self, _: &[&[u8]], _: ReplicaAck) -> Result<u32> {
-        not_modelled()
-    }
-}
-
-impl LockStore for Node {
-    fn eval(&mut self, script: &LuaScript, keys: &[&[u8]], args: &[&[u8]]) -> Result<Reply> {
-        let mut server = self.0.borrow_mut();
-        server.now_ms = unix_now_ms() as i64;
-        server
-            .eval(script, keys, args)
-            .map_err(|fault| anyhow!(fault.0))
-    }
-
-    fn eval_acked(
-        &mut self,
-        _: &LuaScript,
-        _: &[&[u8]],
-        _: &[&[u8]],
-        _: ReplicaAck,
-    ) -> Result<(Reply, u32)> {
-        not_modelled()
-    }
-
-    fn lock_and_read(&mut self, take: &PlainTake) -> Result<Option<PlainRead>> {
-        let mut replies = Vec::new();
-        take.each_command(|command| replies.push(self.call(command)));
-        take.read(replies.into_iter().collect::<Result<Vec<_>>>()?)
-    }
-
-    /// One process: nobody else hands the lock over.
-    fn pop_wait(&mut self, _: &[u8], _: Duration) -> Result<Option<Vec<u8>>> {
-        Ok(None)
-    }
-
-    fn delete_if_equal(
-        &mut self,
-        _: &[u8],
-        _: &[u8],
-        _: ReleaseCommand,
-        _: &[u8],
-    ) -> Result<Option<(bool, u64)>> {
-        Ok(None)
-    }
-}
-
-struct Ini(BTreeMap<&'static CStr, String>);
-
-impl IniSource for Ini {
-    fn long(&self, name: &CStr) -> i64 {
-        self.string(name).and_then(|v| v.parse().ok()).unwrap_or(0)
-    }
-    fn string(&self, name: &CStr) -> Option<String> {
-        self.0.get(name).cloned()
-    }
-}
 
 /// How a test case's requests run.
 #[derive(Clone, Copy, Debug)]
@@ -258,8 +69,11 @@ enum Call {
         delete_old: bool,
     },
     /// The request ends (normally, by `exit()`, an uncaught exception or a
-    /// fatal error: PHP's RSHUTDOWN saves and closes the same way).
-    EndRequest,
+    /// fatal error: php-src ends it the same way), after these calls made
+    /// by the functions given to `register_shutdown_function()`.
+    EndRequest {
+        shutdown: Vec<Call>,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -301,10 +115,7 @@ fn counter(data: &[u8]) -> u64 {
 
 impl Checker {
     fn new(mode: Mode) -> Self {
-        let mut map: BTreeMap<&'static CStr, String> = INI_DEFAULTS
-            .iter()
-            .map(|(name, value)| (*name, value.to_string_lossy().into_owned()))
-            .collect();
+        let Ini(mut map) = Ini::defaults();
         map.insert(c"session.gc_maxlifetime", GC_MAXLIFETIME.to_string());
         map.insert(
             c"redis.session.locking_enabled",
@@ -318,7 +129,7 @@ impl Checker {
         map.insert(c"redis.session.lock_wait_time", "1000".into());
         let ini: &'static Ini = Box::leak(Box::new(Ini(map)));
         Checker {
-            node: Node::default(),
+            node: Node::wall_clock(),
             ini,
             mode,
         }
@@ -400,12 +211,18 @@ impl Checker {
                 }
                 Ok(())
             }
-            Call::EndRequest => {
-                if active {
+            // php_request_shutdown()'s steps, in its order.
+            Call::EndRequest { shutdown } => {
+                for call in shutdown {
+                    self.run(php, call)?;
+                }
+                request::request_end(EndStep::ModuleShutdown);
+                // The session module's RSHUTDOWN.
+                if php.active.is_some() {
                     self.save(php, false)?;
                     self.close(php)?;
                 }
-                request::with(request::Request::ended);
+                request::request_end(EndStep::PostDeactivate);
                 Ok(())
             }
             // No active session: PHP calls no hook.
@@ -421,13 +238,21 @@ impl Checker {
                     Pick::Fixed => (7200, false),
                     Pick::Reset => (0, true),
                 };
+                let before = unix_now_ms();
                 request::set_lifetime(seconds, sliding)?;
-                php.pending = Some(
-                    match Lifetime::requested(seconds, sliding, unix_now_ms())? {
-                        Some(lifetime) => Change::Set(lifetime),
-                        None => Change::Drop,
-                    },
-                );
+                // A fixed end is counted from the clock at the call: any
+                // millisecond it lasted (one apart failed 1 run in 60).
+                let (sid, ..) = php.active.as_ref().unwrap();
+                let asked = request::with(|request| request.change(sid));
+                let fits = (before..=unix_now_ms()).any(|now| {
+                    let change = Lifetime::requested(seconds, sliding, now)
+                        .map(|lifetime| lifetime.map_or(Change::Drop, Change::Set));
+                    change.is_ok_and(|change| change == asked)
+                });
+                if !fits {
+                    bail!("set_lifetime({seconds}, {sliding}) asked for {asked:?}");
+                }
+                php.pending = Some(asked);
                 Ok(())
             }
             Call::WriteClose => {
@@ -483,7 +308,7 @@ impl Checker {
 
     /// Every id's keys against the oracle.
     fn check(&self, php: &Php) -> Result<()> {
-        let server = self.node.0.borrow();
+        let server = self.node.server();
         let now = unix_now_ms() as i64;
         for sid in &php.ids {
             let key = keys::session_key(PREFIX, sid, self.mode.locking)?;
@@ -530,7 +355,8 @@ impl Checker {
     }
 }
 
-fn call() -> impl Strategy<Value = Call> {
+/// A call within a request: any but its end.
+fn call_in_request() -> impl Strategy<Value = Call> + Clone {
     let pick = prop_oneof![
         Just(Pick::Day),
         Just(Pick::Month),
@@ -546,7 +372,14 @@ fn call() -> impl Strategy<Value = Call> {
         1 => Just(Call::Abort),
         1 => Just(Call::Destroy),
         1 => any::<bool>().prop_map(|delete_old| Call::Regenerate { delete_old }),
-        2 => Just(Call::EndRequest),
+    ]
+}
+
+fn call() -> impl Strategy<Value = Call> {
+    let shutdown = proptest::collection::vec(call_in_request(), 0..3);
+    prop_oneof![
+        12 => call_in_request(),
+        2 => shutdown.prop_map(|shutdown| Call::EndRequest { shutdown }),
     ]
 }
 

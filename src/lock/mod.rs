@@ -240,6 +240,16 @@ impl HeldLock {
         self.pid != std::process::id()
     }
 
+    /// This lock as a child forked from its holder has it: taken by another
+    /// process (the model checker's clients all run in this one).
+    #[cfg(test)]
+    pub(crate) fn as_forked_child_has_it(&self) -> HeldLock {
+        HeldLock {
+            pid: std::process::id().wrapping_add(1),
+            ..self.clone()
+        }
+    }
+
     /// Remembers who wrote last when the data was read under this lock.
     fn read_after(&mut self, writer: Option<Vec<u8>>) {
         let writer = writer.unwrap_or_default();

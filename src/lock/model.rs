@@ -20,6 +20,11 @@
 //! have taken, as every failed call does, then serves the session read-only
 //! from the replica and never writes.
 //!
+//! With `forks`, a holder forks (`pcntl_fork()`): the child lets go of the
+//! session through the real [`SessionHandler`] holding the lock it
+//! inherited, a write, touch, destroy or none and then close, and the
+//! handler's rule must make none of it a call.
+//!
 //! The adversary: a client crashes at any point; a reply is lost after the
 //! server applied the call (the client repeats it once, as the cluster client
 //! does on a broken connection, and gives up after a second loss); a BLPOP
@@ -52,6 +57,7 @@
 //!   the caller's secret is applied, and the repeat of one that applied, its
 //!   reply lost, is acknowledged.
 
+pub(crate) mod node;
 pub(crate) mod server;
 
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -60,13 +66,19 @@ use std::time::{Duration, Instant};
 
 use stateright::{Checker, Model, Property};
 
+use self::node::{Ini, Node};
 use self::server::Server;
 use super::scripts::{ACQUIRE_AND_READ, DESTROY_AND_RELEASE, RELEASE};
 use super::{Acquisition, Attempt, HAND_OVER_TIMEOUT, Save, longest_piece, released};
+use crate::handler::SessionHandler;
 use crate::keys::LockKeys;
 use crate::lifetime::{Change, Lifetime};
-use crate::settings::{LockSettings, ReleaseCommand};
+use crate::save_path::Failover;
+use crate::settings::{LockSettings, ReleaseCommand, Settings};
 use crate::store::Reply;
+
+/// The session's id; with an empty prefix, also its data key.
+const SID: &[u8] = b"S";
 
 /// The data key's TTL (`gc_maxlifetime`): longer than any run.
 const DATA_TTL: Duration = Duration::from_secs(3600);
@@ -101,6 +113,10 @@ pub enum Op {
     Release,
 }
 
+impl Op {
+    const ALL: [Op; 4] = [Op::Write, Op::Touch, Op::Destroy, Op::Release];
+}
+
 #[derive(Clone, Debug)]
 pub struct LockModel {
     /// How many acquisitions each client makes, one after the other.
@@ -119,7 +135,8 @@ pub struct LockModel {
     pub refresh: bool,
     pub foreign_destroys: u8,
     /// `pcntl_fork()` while holding the lock: the child shares the
-    /// acquisition, and makes no call with it (the handler's rule).
+    /// acquisition, and lets go of it through the real handler (see
+    /// [`LockModel::forked_child_lets_go`]).
     pub forks: u8,
     pub tick_ms: i64,
     /// The clock stops here: every run is finite.
@@ -302,7 +319,7 @@ pub enum Action {
 
 /// The session's keys, made once: every step reads them.
 fn keys() -> &'static LockKeys {
-    static KEYS: LazyLock<LockKeys> = LazyLock::new(|| LockKeys::new(b"S").unwrap());
+    static KEYS: LazyLock<LockKeys> = LazyLock::new(|| LockKeys::new(SID).unwrap());
     &KEYS
 }
 
@@ -1078,6 +1095,55 @@ impl LockModel {
             state.clients[c].renewed = true;
         }
     }
+
+    /// Client `c`, a child forked while its parent held the lock, lets go of
+    /// the session through the real [`SessionHandler`], holding the lock it
+    /// inherited: `op`'s hook (a write, a touch, a destroy, or none), then
+    /// close, as PHP's session module calls them, and exits. The handler's
+    /// rule: the lock is the parent's, so none of it makes a call, and the
+    /// child's write or destroy is refused, never acknowledged.
+    fn forked_child_lets_go(&self, state: &mut State, c: usize, op: Op) {
+        static INI: LazyLock<Ini> = LazyLock::new(Ini::defaults);
+        let client = &state.clients[c];
+        let held = client
+            .acquisition
+            .as_ref()
+            .unwrap()
+            .held
+            .as_forked_child_has_it();
+        let read = client.read.unwrap();
+        let mut settings = Settings::load(&*INI, Failover::None);
+        settings.lock = Some(self.lock.clone());
+        settings.session_ttl = DATA_TTL;
+        settings.early_refresh = self.refresh;
+        let node = Node::holding(state.primary.clone());
+        let mut handler = SessionHandler::with_store(node.clone(), b"".as_slice(), settings, &*INI)
+            .with_lock(held);
+        let answered_right = match op {
+            Op::Write => handler
+                .write(SID, (read + 1).to_string().as_bytes())
+                .is_err(),
+            Op::Destroy => handler.destroy(SID).is_err(),
+            // An unchanged session is let go of silently.
+            Op::Touch => handler
+                .update_timestamp(SID, read.to_string().as_bytes())
+                .is_ok(),
+            Op::Release => true,
+        } && handler.close().is_ok();
+        let after = node.server().clone();
+        if after != state.primary {
+            let why = format!("client {c}, a forked child, made a call with its parent's lock");
+            state.fail(Invariant::Safety, why);
+        }
+        if !answered_right {
+            let why = format!(
+                "client {c}, a forked child: its {op:?} not answered as the rule says (a write or destroy refused, a touch let go of)"
+            );
+            state.fail(Invariant::Safety, why);
+        }
+        state.primary = after;
+        state.clients[c].phase = Phase::Dead;
+    }
 }
 
 impl Model for LockModel {
@@ -1159,6 +1225,11 @@ impl Model for LockModel {
                     continue;
                 }
                 Phase::Idle => actions.push(Action::Step(c8)),
+                // A forked child lets go of its parent's session each way
+                // PHP may, whatever the parent does.
+                Phase::Holding if client.forked => {
+                    actions.extend(Op::ALL.map(|op| Action::Save(c8, op, Pick::Keep)));
+                }
                 // What to do, and when, is the holder's choice.
                 Phase::Holding => {
                     for &op in &self.ops {
@@ -1170,7 +1241,7 @@ impl Model for LockModel {
                         };
                         actions.extend(picks.iter().map(|&pick| Action::Save(c8, op, pick)));
                     }
-                    if state.forks < self.forks && !client.forked {
+                    if state.forks < self.forks {
                         actions.push(Action::Fork(c8));
                     }
                     if self.renews(client, now) {
@@ -1255,9 +1326,8 @@ impl Model for LockModel {
                 }
                 state.replica.expire_keys();
             }
-            // A forked child lets go of its parent's lock without a call, and exits.
-            Action::Save(c, _, _) if state.clients[usize::from(c)].forked => {
-                state.clients[usize::from(c)].phase = Phase::Dead;
+            Action::Save(c, op, _) if state.clients[usize::from(c)].forked => {
+                self.forked_child_lets_go(&mut state, usize::from(c), op);
             }
             Action::Save(c, op, pick) => {
                 state.clients[usize::from(c)].phase = match (op, self.lock.release) {
@@ -1424,7 +1494,7 @@ mod tests {
     use super::*;
     use std::time::Instant;
 
-    fn settings(ttl_ms: u64, retries: u64) -> LockSettings {
+    pub(super) fn settings(ttl_ms: u64, retries: u64) -> LockSettings {
         LockSettings {
             ttl: Duration::from_millis(ttl_ms),
             wait: Duration::from_millis(1000),
@@ -1818,9 +1888,10 @@ mod quick {
         }
     }
 
-    /// A holder forks (`pcntl_fork()`): its child's saves make no call, so
-    /// the parent's write or destroy still goes through and nothing the
-    /// child does is acknowledged to the parent.
+    /// A holder forks (`pcntl_fork()`): its child lets go of the session
+    /// every way through the real handler, whose rule makes none of it a
+    /// call, so the parent's write or destroy still goes through and nothing
+    /// the child does is acknowledged.
     #[test]
     #[ignore = "exhaustive, seconds: the quick tier"]
     fn a_holder_forks() {
@@ -1881,6 +1952,251 @@ mod quick {
         holds(
             "2 clients, 2 lost replies, 1 failover, failover=error",
             model,
+        );
+    }
+}
+
+/// The log of savers `<lock>_DONE`, a holder's fence, outlives the holder's
+/// right to write (issue 39), whatever the TTLs: for each way a lock is
+/// taken after a save (by the acquire script, handed over by each way of
+/// letting go, with a lease a plain take and its first renewal), each lease
+/// and `lock_expire`, the previous saver's as long or shorter, and a take
+/// early or late in the log's life. The right's end is the client's own:
+/// its lock's TTL as taken, or with a lease what is left of `lock_expire`
+/// for a re-take. A save at its last millisecond must land. In `cargo test`:
+/// the model's configurations that find a fence expiring early take minutes.
+#[cfg(test)]
+mod fence {
+    use super::*;
+    use crate::lock::HeldLock;
+
+    /// How the holder comes to hold the lock after the last save.
+    #[derive(Clone, Copy, Debug)]
+    enum Taken {
+        ByScript,
+        /// Queued, and handed the lock by its holder letting go this way.
+        HandedOver(Op),
+        /// With a lease: `SET NX`, then its watchdog's first renewal this
+        /// many ms in.
+        PlainThenRenewed(i64),
+    }
+
+    /// One primary on the clients' clock (ms since the start).
+    struct Primary(Server);
+
+    impl Primary {
+        fn at(&mut self, ms: i64) {
+            self.0.now_ms = SERVER_START_MS + ms;
+            self.0.expire_keys();
+        }
+
+        fn eval(
+            &mut self,
+            script: &crate::script::LuaScript,
+            keys: &[&[u8]],
+            args: &[&[u8]],
+        ) -> Reply {
+            self.0.eval(script, keys, args).expect("declared keys")
+        }
+
+        /// When `key` expires, in client ms (`None`: it is gone).
+        fn expiry(&self, key: &[u8]) -> Option<i64> {
+            self.0
+                .ttl_of(key)
+                .map(|at| at.expect("every key has a TTL") - SERVER_START_MS)
+        }
+
+        /// Takes the lock by script at `now` for `acquisition`, or queues it
+        /// for long; whether it took it.
+        fn attempt(&mut self, acquisition: &mut Acquisition, now: i64) -> bool {
+            acquisition.taking_at(|| instant(now));
+            let wait = Duration::from_secs(60);
+            let reply = acquisition.attempt_call(wait, false, |keys, args| {
+                Ok::<_, ()>(self.eval(&ACQUIRE_AND_READ, keys, args))
+            });
+            match acquisition.attempt_replied(reply.unwrap(), wait).unwrap() {
+                Attempt::Locked(_) => true,
+                Attempt::Busy(_) => false,
+                Attempt::Rejected(..) => unreachable!("no cap on waiters"),
+            }
+        }
+
+        /// `SET NX` and `GET`.
+        fn plain_take(&mut self, acquisition: &mut Acquisition) {
+            let mut replies = Vec::new();
+            acquisition.plain_take().each_command(|command| {
+                let keys: Vec<&[u8]> = command.get(1).into_iter().copied().collect();
+                let command: Vec<Vec<u8>> = command.iter().map(|arg| arg.to_vec()).collect();
+                replies.push(self.0.call(&command, &keys).expect("declared keys"));
+            });
+            let read = acquisition.plain_take().read(replies).unwrap();
+            acquisition.plain_read(read.expect("a free lock"));
+        }
+
+        /// The holder lets go at `now` this way; whether its save landed.
+        fn let_go(&mut self, held: &HeldLock, op: Op, now: i64) -> bool {
+            let at = instant(now);
+            let reply = match op {
+                Op::Write | Op::Touch => {
+                    let save = if op == Op::Write {
+                        Save::Write
+                    } else {
+                        Save::Touch
+                    };
+                    held.save_call(save, b"1", DATA_TTL, Change::Keep, at, |script, args| {
+                        held.with_release_keys(|keys| self.eval(script, keys, args))
+                    })
+                }
+                Op::Destroy => held.destroy_call(at, |args| {
+                    held.with_release_keys(|keys| self.eval(&DESTROY_AND_RELEASE, keys, args))
+                }),
+                Op::Release => held.with_release_keys(|keys| {
+                    self.eval(&RELEASE, keys, &[held.secret().as_bytes()])
+                }),
+            };
+            released(reply).unwrap().ours
+        }
+    }
+
+    fn settings(expire_ms: u64, lease_ms: Option<u64>) -> LockSettings {
+        LockSettings {
+            ttl: Duration::from_millis(expire_ms),
+            lease: lease_ms.map(|ms| Duration::from_millis(ms.min(expire_ms))),
+            ..tests::settings(expire_ms, 10)
+        }
+    }
+
+    /// Client `c`'s acquisition, started at `now`.
+    fn acquisition(c: usize, lock: &LockSettings, now: i64) -> Acquisition {
+        Acquisition::with_secret(keys().clone(), lock, None, secret(c, 0), instant(now))
+    }
+
+    /// The last save lands at 0 (client 0, with `saver`'s settings); then
+    /// client 1, with `lock`, comes to hold the lock as `taken` says, `late`
+    /// or early in that save's log's life. Checks the holder's fence
+    /// against its right to write; a description of what broke.
+    fn holds_the_right(
+        saver: &LockSettings,
+        lock: &LockSettings,
+        taken: Taken,
+        late: bool,
+    ) -> Result<(), String> {
+        let mut primary = Primary(Server::default());
+        primary.at(0);
+        let mut last = acquisition(0, saver, 0);
+        assert!(primary.attempt(&mut last, 0));
+        assert!(primary.let_go(&last.held, Op::Write, 0));
+        let log_until = |primary: &Primary| primary.expiry(keys().done());
+        let (holder, taken_at) = match taken {
+            Taken::ByScript | Taken::PlainThenRenewed(_) => {
+                let end = log_until(&primary).unwrap();
+                let now = if late { end - 1 } else { 1 };
+                primary.at(now);
+                let mut holder = acquisition(1, lock, now);
+                if let Taken::PlainThenRenewed(renewed_at) = taken {
+                    primary.plain_take(&mut holder);
+                    primary.at(now + renewed_at);
+                    let lease = holder.held.lease().expect("a lease");
+                    lease.renewal_call(instant(now + renewed_at), |script, keys, args| {
+                        primary.eval(script, keys, args)
+                    });
+                } else {
+                    assert!(primary.attempt(&mut holder, now));
+                }
+                (holder, now)
+            }
+            Taken::HandedOver(op) => {
+                // After the last save, another holder's take; the holder
+                // queues behind it.
+                let mut handing = acquisition(2, saver, 1);
+                primary.at(1);
+                assert!(primary.attempt(&mut handing, 1));
+                primary.at(2);
+                let mut holder = acquisition(1, lock, 2);
+                assert!(!primary.attempt(&mut holder, 2));
+                let handing_until = primary.expiry(&keys().lock).unwrap();
+                let now = if late { handing_until - 1 } else { 3 };
+                primary.at(now);
+                primary.let_go(&handing.held, op, now);
+                let list = holder.wait_list().to_vec();
+                let pushed = match primary.0.call(&[b"LPOP".to_vec(), list.clone()], &[&list]) {
+                    Ok(Reply::Data(pushed)) => pushed,
+                    other => return Err(format!("no hand-over: {other:?}")),
+                };
+                holder
+                    .popped(Some(pushed))
+                    .unwrap()
+                    .expect("handed to the holder");
+                (holder, 2)
+            }
+        };
+        let now = primary.0.now_ms - SERVER_START_MS;
+        let held = &holder.held;
+        let right_until = match held.retake_ms(instant(now)) {
+            Some(left) => {
+                now + std::str::from_utf8(left.as_bytes())
+                    .unwrap()
+                    .parse::<i64>()
+                    .unwrap()
+            }
+            None => primary
+                .expiry(&keys().lock)
+                .expect("the lock is the holder's"),
+        };
+        if right_until <= taken_at {
+            return Err(format!("no right to write at all: until {right_until}"));
+        }
+        let fence_read = held.fence.as_ref().is_some_and(|fence| !fence.is_empty())
+            || held
+                .leased
+                .as_ref()
+                .is_some_and(|leased| leased.retake_fence.is_some());
+        if fence_read && log_until(&primary).is_none_or(|until| until < right_until) {
+            return Err(format!(
+                "the fence lives until {:?}, the right to write until {right_until}",
+                log_until(&primary)
+            ));
+        }
+        primary.at(right_until - 1);
+        if !primary.let_go(held, Op::Write, right_until - 1) {
+            return Err(format!("a write at {} ms refused", right_until - 1));
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn the_fence_outlives_the_right_to_write() {
+        let mut broken = Vec::new();
+        let mut checked = 0;
+        for expire_ms in [2000, 3000, 10_000] {
+            for lease_ms in [None, Some(1000), Some(2000)] {
+                let lock = settings(expire_ms, lease_ms);
+                for saver_ms in [1000, expire_ms] {
+                    let saver = settings(saver_ms, lease_ms);
+                    let mut ways = vec![Taken::ByScript];
+                    ways.extend(Op::ALL.map(Taken::HandedOver));
+                    if let Some(lease) = lock.lease {
+                        let lease = lease.as_millis() as i64;
+                        ways.extend([1, lease - 1].map(Taken::PlainThenRenewed));
+                    }
+                    for taken in ways {
+                        for late in [false, true] {
+                            checked += 1;
+                            if let Err(why) = holds_the_right(&saver, &lock, taken, late) {
+                                broken.push(format!(
+                                    "lock_expire {expire_ms} ms, lease {lease_ms:?}, the last saver's lock_expire {saver_ms} ms, {taken:?}, late {late}: {why}"
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            broken.is_empty(),
+            "{} of {checked}:\n{}",
+            broken.len(),
+            broken.join("\n")
         );
     }
 }

@@ -28,6 +28,7 @@ use super::no_unwind;
 use super::read_only;
 use super::secrets;
 use super::stats;
+use crate::request::{EndStep, request_end};
 use crate::settings::{INI_DEFAULTS, IniSource};
 
 /// The name phpredis's own `rediscluster` handler keeps when both are loaded.
@@ -73,6 +74,7 @@ pub extern "C" fn get_module() -> *mut ModuleEntry {
                 ModuleBuilder::new("rediscluster_session", env!("CARGO_PKG_VERSION"))
                     .startup_function(minit)
                     .shutdown_function(mshutdown)
+                    .request_shutdown_function(rshutdown)
                     .post_deactivate_function(post_deactivate)
                     .info_function(info)
                     .function(stats::function())
@@ -125,15 +127,20 @@ unsafe extern "C" fn minit(_type: i32, module_number: i32) -> i32 {
     })
 }
 
-/// A request's end, after every module's RSHUTDOWN: the session module's
-/// final write (at its RSHUTDOWN, which PHP runs after ours) has used the
-/// request's state and connections, and the next request starts afresh.
+/// The request's end, before the session module's final write (see
+/// [`EndStep`]: what each step does is the safe core's, where the handler's
+/// property test runs the steps in php-src's order).
+unsafe extern "C" fn rshutdown(_type: i32, _module_number: i32) -> i32 {
+    no_unwind(FAILURE, || {
+        request_end(EndStep::ModuleShutdown);
+        SUCCESS
+    })
+}
+
+/// The request's end, after every module's RSHUTDOWN.
 unsafe extern "C" fn post_deactivate() -> i32 {
     no_unwind(FAILURE, || {
-        crate::request::with(crate::request::Request::ended);
-        crate::budget::request_ended();
-        crate::watchdog::request_ended();
-        crate::store::request_ended();
+        request_end(EndStep::PostDeactivate);
         SUCCESS
     })
 }

@@ -33,8 +33,16 @@ function model_step_name(array $step): string {
         'destroy' => 'destroy()',
         'regen' => 'regenerate_id(' . json_encode($step[1]) . ')',
         'lifetime' => "set_lifetime($step[1], " . json_encode($step[2]) . ')',
+        'fork' => "fork($step[1])",
     };
 }
+
+/** What PHP adds to a warning of a failed write, the save_path aside. */
+const MODEL_WRITE_FAILED = 'Failed to write session data (rediscluster). Please verify that the current setting of session.save_path is correct (*)';
+/** Why a child forked from the lock's holder is refused a save or a destroy. */
+const MODEL_FORKED = 'its lock belongs to the process this one was forked from (pcntl_fork()), which saves the session; nothing was stored';
+/** Why a session served read only in an outage is refused a write or a destroy. */
+const MODEL_READ_ONLY = 'the session is read only (its primary could not serve it at session_start(), failover=error)';
 
 /** The exit status of each way a request ends. */
 const MODEL_EXIT = ['end' => 0, 'exit' => 3, 'throw' => 255, 'fatal' => 255];
@@ -48,17 +56,22 @@ final class ModelOracle {
     public ?string $cookie = null;
 
     // The request being run: its INI, time window, session status, session_id()
-    // (null: none), $_SESSION (null: never started) and the lifetime asked for
-    // and not applied yet: ['id' => label, 'lives' => list<?LIFE>] (null: drop it).
+    // (null: none), $_SESSION (null: never started), $_SESSION as read, the
+    // lifetime asked for and not applied yet: ['id' => label, 'lives' =>
+    // list<?LIFE>] (null: drop it), whether the primary of its ids is frozen
+    // (an outage) and whether the session is served read only.
     private array $ini;
     private array $window;
     private bool $active;
     private ?string $id;
     private ?array $session;
+    private ?array $read;
     private ?array $pending;
+    private bool $outage;
+    private bool $read_only;
     private array $out;
 
-    public function __construct(private bool $strict) {
+    public function __construct(private bool $strict, private bool $locking) {
         foreach (MODEL_IDS as $label) $this->store[$label] = [self::ABSENT];
     }
 
@@ -68,8 +81,9 @@ final class ModelOracle {
     public function request(array $request, array $window): array {
         $this->ini = $request['ini'];
         $this->window = $window;
-        $this->active = false;
-        $this->id = $this->session = $this->pending = null;
+        $this->active = $this->read_only = false;
+        $this->outage = !empty($request['outage']);
+        $this->id = $this->session = $this->read = $this->pending = null;
         $this->out = [];
         foreach ($request['steps'] as $step) {
             $result = $this->step($step);
@@ -80,7 +94,7 @@ final class ModelOracle {
         $this->out[] = "end $request[end]";
         // PHP writes an active session at the request's end, also after exit(),
         // an uncaught exception or a fatal error.
-        if ($this->active) $this->write($this->id);
+        if ($this->active) $this->save();
         $this->out[] = 'exit ' . MODEL_EXIT[$request['end']];
         return $this->out;
     }
@@ -93,6 +107,9 @@ final class ModelOracle {
                 if ($label !== '-') $this->id = $label === '' ? null : $label;
                 // No id, or in strict mode one the store does not have: PHP makes a new one.
                 if ($this->id === null || ($this->strict && $this->data($this->id) === null)) $this->id = $this->newId();
+                // In an outage it is read from a replica (a new id: empty), and read only.
+                $this->read_only = $this->outage;
+                if ($this->outage) $this->out[] = 'warning: Session sha256:* is read only: its primary could not serve it (*), so it was read from a replica (failover=error)';
                 $this->read();
                 $this->active = !$read_and_close;   // read_and_close: closed without a write
                 return true;
@@ -102,8 +119,8 @@ final class ModelOracle {
             case 'unset':
                 unset($this->session[$step[1]]);
                 return null;
-            case 'close':
-                $this->write($this->id);
+            case 'close':   // true, whether the write was refused or not
+                $this->save();
                 $this->active = false;
                 return true;
             case 'abort':   // stores nothing, and discards a lifetime asked for
@@ -118,11 +135,15 @@ final class ModelOracle {
                 }
                 $this->read();
                 return true;
-            case 'destroy':   // the data and its lifetime, asked for or stored; session_id() is '' then
-                $this->store[$this->id] = [self::ABSENT];
+            case 'destroy':   // the data and its lifetime, asked for or stored; session_id() is '' then, refused or not
+                if ($this->read_only) {
+                    array_push($this->out, 'warning: Unable to destroy session: ' . MODEL_READ_ONLY, 'warning: Session object destruction failed');
+                } else {
+                    $this->store[$this->id] = [self::ABSENT];
+                }
                 $this->active = false;
                 $this->id = $this->pending = null;
-                return true;
+                return !$this->read_only;
             case 'regen':
                 // The new id carries the lifetime, asked for or stored, to its write.
                 $old = $this->id;
@@ -136,6 +157,7 @@ final class ModelOracle {
                 }
                 $this->id = $this->newId();
                 $this->pending = ['id' => $this->id, 'lives' => $carried];
+                $this->read = null;
                 return true;
             case 'lifetime':
                 [, $seconds, $sliding] = $step;
@@ -147,15 +169,78 @@ final class ModelOracle {
                     $this->out[] = 'warning: a session lifetime cannot be negative';
                     return false;
                 }
+                if ($this->read_only) {
+                    $this->out[] = 'warning: the session is read only: nothing of it will be saved in this request';
+                    return false;
+                }
                 $life = $seconds === 0 ? null : ($sliding ? ['slide', $seconds] : ['fixed', $this->window[0] + $seconds, $this->window[1] + $seconds]);
                 $this->pending = ['id' => $this->id, 'lives' => [$life]];
                 return true;
+            case 'fork':
+                $this->fork($step[1]);
+                return true;
+        }
+    }
+
+    /**
+     * pcntl_fork(): the child does $what and exits, PHP's end saving what is
+     * still active; its lines come out before the parent goes on. With
+     * locking the lock is the parent's: the child's write or destroy is
+     * refused (an unchanged session with lazy_write is let go of), and the
+     * store stays as it was. Without, the child saves as any request does,
+     * and the parent's $_SESSION and lifetime asked for stay its own.
+     */
+    private function fork(string $what): void {
+        $parent = [$this->session, $this->pending, $this->out];
+        $this->out = [];
+        if ($what === 'change') $this->session['k1'] = 'child';
+        if ($what === 'destroy') {
+            // Generated only with locking.
+            array_push($this->out, 'warning: Unable to destroy session: ' . MODEL_FORKED, 'warning: Session object destruction failed');
+        } elseif (!$this->locking) {
+            $this->save();
+        } elseif (!$this->touches()) {
+            array_push($this->out, 'warning: Unable to write session: ' . MODEL_FORKED, 'warning: ' . MODEL_WRITE_FAILED);
+        }
+        $child = array_map(fn($line) => "child: $line", $this->out);
+        [$this->session, $this->pending, $this->out] = $parent;
+        array_push($this->out, ...$child);
+    }
+
+    /**
+     * Whether PHP's save of the active session is a touch: lazy_write and
+     * $_SESSION as read, not empty (an empty one is always written), and not
+     * since session_regenerate_id() (which forgets what was read).
+     */
+    private function touches(): bool {
+        return $this->ini['session.lazy_write'] && $this->session !== [] && $this->read !== null
+            && model_encode($this->session) === model_encode($this->read);
+    }
+
+    /**
+     * PHP's save of the active session: a write, or with lazy_write and
+     * $_SESSION as read a touch, which keeps the data stored (a forked child
+     * may have written since). A read-only session's is refused once changed.
+     */
+    private function save(): void {
+        if ($this->read_only) {
+            if (model_encode($this->session) !== model_encode($this->read ?? [])) {
+                array_push($this->out, 'warning: Unable to write session: ' . MODEL_READ_ONLY, 'warning: ' . MODEL_WRITE_FAILED);
+            }
+            $this->pending = null;
+            return;
+        }
+        $touch = $this->touches();
+        $stored = $this->data($this->id);
+        $this->write($this->id);
+        if ($touch && $stored !== null) {
+            $this->store[$this->id] = array_map(fn($version) => ['data' => $stored] + $version, $this->store[$this->id]);
         }
     }
 
     /** Reads the active id: $_SESSION as stored; early_refresh may renew the TTL. */
     private function read(): void {
-        $this->session = $this->data($this->id) ?? [];
+        $this->session = $this->read = $this->data($this->id) ?? [];
         if ($this->ini['redis.session.early_refresh'] && $this->data($this->id) !== null) {
             $this->store[$this->id] = $this->withRenewals($this->store[$this->id]);
         }
@@ -205,66 +290,169 @@ final class ModelOracle {
     /**
      * A group of concurrent requests ran in $window; $runs holds, for each
      * process, its sections as they went: [label, how, same id?, start's
-     * result, [n, by] read, close's result, warnings]; a section that
-     * increments writes by = "{$tag}p{process}s{section}". Returns what breaks the
-     * rules (empty: nothing) and leaves in the store the versions each id may
-     * be in now.
+     * result, [n, by] read, close's result, warnings, what else it printed
+     * (life: set_lifetime()'s result; regen: its result and the new id; fence:
+     * whether the lock had lapsed)]; a section that increments writes by =
+     * "{$tag}p{process}s{section}". Returns [what breaks the rules (empty:
+     * nothing), the new ids' labels => [process, section] of the regenerate
+     * that made them, the features reached => count] and leaves in the store
+     * the versions each id may be in now.
      */
-    public function group(array $ini, array $runs, array $window, bool $locking, string $tag): array {
+    public function group(array $ini, array $runs, array $window, string $tag): array {
         $this->ini = $ini;
         $this->window = $window;
         $errors = [];
         $by_label = [];
+        $reached = [];
         foreach ($runs as $p => $sections) {
-            foreach ($sections as $s => [$label, $how, $same, $started, $read, $closed, $warnings]) {
+            foreach ($sections as $s => [$label, $how, $same, $started, $read, $closed, $warnings, $said]) {
                 $where = "process $p section $s ($how $label)";
-                if ($warnings) $errors[] = "$where: warnings " . json_encode($warnings);
+                // Only these warn, as they must: a lock waited for in vain with lock_failure_readonly, one outlived.
+                $expected = match ($how) {
+                    'ro' => ['Failed to acquire session lock, session will be read only'],
+                    'expire' => ['Session lock expired', MODEL_WRITE_FAILED],
+                    default => [],
+                };
+                if ($warnings !== $expected) $errors[] = "$where: warnings " . json_encode($warnings) . ($expected ? ', not ' . json_encode($expected) : '');
                 if ($started !== true || $closed !== true) $errors[] = "$where: session_start() gave " . json_encode($started) . ', the close ' . json_encode($closed);
+                // set_lifetime() and regenerate succeed (the latter with a new id); a frozen holder's lock lapsed.
+                $said_right = match (true) {
+                    str_starts_with($how, 'life'), $how === 'fence' => $said === true,
+                    str_starts_with($how, 'regen') => is_array($said) && $said[0] === true && is_string($said[1]) && $said[1] !== '',
+                    default => $said === null,
+                };
+                if (!$said_right) $errors[] = "$where: said " . json_encode($said);
                 // Strict mode refuses an id the store does not have: PHP makes a new one.
                 $fresh = $this->strict && $this->data($label) === null;
                 if ($same === $fresh) $errors[] = "$where: " . ($fresh ? 'kept the uninitialized id' : 'got a new id');
-                if ($same) $by_label[$label][] = ['where' => $where, 'how' => $how, 'read' => $read, 'token' => "{$tag}p{$p}s$s", 'acked' => !$warnings && $closed === true];
+                if ($warnings === $expected && $closed === true) {
+                    $feature = match ($how) {
+                        'ro' => 'lock_failure_readonly', 'expire' => 'expired lock', 'fence' => 'fence',
+                        'life', 'life_drop' => 'concurrent lifetime', 'regen', 'regen_del' => 'concurrent regenerate', 'destroy' => 'concurrent destroy',
+                        default => null,
+                    };
+                    if ($feature !== null && ($how !== 'fence' || $said === true)) $reached[$feature] = ($reached[$feature] ?? 0) + 1;
+                }
+                if ($same) $by_label[$label][] = ['where' => $where, 'how' => $how, 'read' => $read, 'token' => "{$tag}p{$p}s$s", 'at' => [$p, $s]];
             }
         }
+        $new = [];
         foreach ($by_label as $label => $sections) {
-            $base = $this->data($label);
-            $first = [$base['n'] ?? 0, $base['by'] ?? ''];
-            $increments = array_filter($sections, fn($s) => str_starts_with($s['how'], 'incr'));
-            // With locking the locked sections ran in some serial order: each
-            // acknowledged increment read the state the one before it wrote,
-            // starting from the stored one, and every acknowledged write is in that chain.
-            if ($locking) {
-                $states = [$first];
-                $left = $increments;
-                while (($next = array_filter($left, fn($s) => $s['read'] === end($states))) !== []) {
-                    if (count($next) > 1) $errors[] = "$label: two increments read " . json_encode(end($states)) . ': ' . implode(', ', array_column($next, 'where'));
-                    $left = array_diff_key($left, $next);
-                    $states[] = [end($states)[0] + 1, reset($next)['token']];
-                }
-                foreach ($left as $s) {
-                    if ($s['acked']) $errors[] = "$label: {$s['where']} acknowledged an increment of " . json_encode($s['read']) . ', not in the chain ' . json_encode($states);
-                }
-                $finals = [end($states)];
-            } else {
-                // Without a lock updates may be lost: any state written may be the last.
-                $states = array_merge([$first], array_map(fn($s) => [$s['read'][0] + 1, $s['token']], $increments));
-                $finals = $states;
+            if (!$this->locking) {
+                $errors = array_merge($errors, $this->unlocked($label, $sections));
+                continue;
             }
-            foreach ($sections as $s) {
-                if (!in_array($s['read'], $states, true)) $errors[] = "$label: {$s['where']} read " . json_encode($s['read']) . ', a state never written (' . json_encode($states) . ')';
+            $outcomes = $this->serialOrders($label, $sections);
+            if ($outcomes === []) {
+                $errors[] = "$label: no serial order of its locked sections fits what each read: " . implode(', ', array_map(fn($s) => "{$s['where']} read " . json_encode($s['read']), $sections));
+                continue;
             }
-            // What each final state stores, with the TTL of a write (or
-            // touch) in the window, or as it was when only reads came.
-            $writes = array_filter($sections, fn($s) => !in_array($s['how'], ['abort', 'rac'], true));
             $versions = [];
-            foreach ($finals as $final) {
-                $data = $final === $first ? ($writes ? $base ?? [] : $base) : array_replace($base ?? [], ['n' => $final[0], 'by' => $final[1]]);
-                foreach ($this->store[$label] as $version) {
-                    $versions[] = ['data' => $data, 'exp' => $writes ? $this->expiry($version['life']) : $version['exp']] + $version;
+            $made = [];
+            foreach ($outcomes as $outcome) {
+                array_push($versions, ...$this->versionsOf($label, $outcome['data'], $outcome['life'], $outcome['wrote']));
+                foreach ($outcome['regen'] as $i => [$data, $life]) {
+                    $made[$i] ??= [];
+                    array_push($made[$i], ...$this->versionsOf($label, $data, $life, true));
                 }
             }
-            $this->store[$label] = $writes || !$this->ini['redis.session.early_refresh'] ? $versions : $this->withRenewals($versions);
+            $this->store[$label] = array_values(array_unique($versions, SORT_REGULAR));
+            foreach ($sections as $i => $section) {
+                if (!str_starts_with($section['how'], 'regen')) continue;
+                $made_label = $this->newId();
+                $this->store[$made_label] = array_values(array_unique($made[$i], SORT_REGULAR));
+                $new[$made_label] = $section['at'];
+            }
         }
+        return [$errors, $new, $reached];
+    }
+
+    /**
+     * Without a lock updates may be lost: any state written may be the last.
+     * (Groups without locking only increment, touch, abort and read_and_close.)
+     */
+    private function unlocked(string $label, array $sections): array {
+        $errors = [];
+        $base = $this->data($label);
+        $first = [$base['n'] ?? 0, $base['by'] ?? ''];
+        $increments = array_filter($sections, fn($s) => str_starts_with($s['how'], 'incr'));
+        $states = array_merge([$first], array_map(fn($s) => [$s['read'][0] + 1, $s['token']], $increments));
+        foreach ($sections as $s) {
+            if (!in_array($s['read'], $states, true)) $errors[] = "$label: {$s['where']} read " . json_encode($s['read']) . ', a state never written (' . json_encode($states) . ')';
+        }
+        $writes = array_filter($sections, fn($s) => !in_array($s['how'], ['abort', 'rac'], true)) !== [];
+        $versions = [];
+        foreach ($states as $final) {
+            $data = $final === $first ? ($writes ? $base ?? [] : $base) : array_replace($base ?? [], ['n' => $final[0], 'by' => $final[1]]);
+            array_push($versions, ...$this->versionsOf($label, $data, 'base', $writes));
+        }
+        $this->store[$label] = array_values(array_unique($versions, SORT_REGULAR));
         return $errors;
+    }
+
+    /**
+     * With locking, the sections on $label ran in some serial order, each
+     * process's in its own order, each reading what the one before it left:
+     * the outcomes of every such order, each ['data' => ?array, 'life' =>
+     * 'base' (the stored one) or ?LIFE, 'wrote' => whether anything was
+     * saved, 'regen' => [section index => [data, life] of the id it made]].
+     * None: no order fits what they read.
+     */
+    private function serialOrders(string $label, array $sections): array {
+        $outcomes = [];
+        $seen = [];
+        $walk = function (int $placed, array $state) use (&$walk, &$outcomes, &$seen, $sections) {
+            $key = $placed . json_encode($state);
+            if (isset($seen[$key])) return;
+            $seen[$key] = true;
+            if ($placed === (1 << count($sections)) - 1) {
+                $outcomes[] = $state;
+                return;
+            }
+            $data = $state['data'];
+            foreach ($sections as $i => $section) {
+                if ($placed & (1 << $i)) continue;
+                // A process's earlier section on the same id came first.
+                foreach ($sections as $j => $other) {
+                    if ($j < $i && $other['at'][0] === $section['at'][0] && !($placed & (1 << $j))) continue 2;
+                }
+                if ($section['read'] !== [$data['n'] ?? 0, $data['by'] ?? '']) continue;
+                $next = $state;
+                $counted = array_replace($data ?? [], ['n' => $section['read'][0] + 1, 'by' => $section['token']]);
+                switch ($section['how']) {
+                    case 'abort': case 'rac': case 'ro': case 'expire':   // read, and saved nothing
+                        break;
+                    case 'touch':
+                        [$next['data'], $next['wrote']] = [$data ?? [], true];
+                        break;
+                    case 'destroy':
+                        [$next['data'], $next['life'], $next['wrote']] = [null, null, true];
+                        break;
+                    case 'regen': case 'regen_del':
+                        // The new id takes the data and the lifetime; the old one keeps them or goes.
+                        $next['regen'][$i] = [$counted, $state['life']];
+                        [$next['data'], $next['wrote']] = [$section['how'] === 'regen' ? $counted : null, true];
+                        if ($section['how'] === 'regen_del') $next['life'] = null;
+                        break;
+                    default:   // incr, incr_end, hold, fence, life, life_drop
+                        [$next['data'], $next['wrote']] = [$counted, true];
+                        if ($section['how'] === 'life') $next['life'] = ['slide', MODEL_GROUP_LIFETIME];
+                        if ($section['how'] === 'life_drop') $next['life'] = null;
+                }
+                $walk($placed | (1 << $i), $next);
+            }
+        };
+        $walk(0, ['data' => $this->data($label), 'life' => 'base', 'wrote' => false, 'regen' => []]);
+        return $outcomes;
+    }
+
+    /** The versions of $label holding $data with $life ('base': each stored version's), renewed by a save if $wrote. */
+    private function versionsOf(string $label, ?array $data, $life, bool $wrote): array {
+        if ($data === null) return [self::ABSENT];
+        $versions = [];
+        foreach ($life === 'base' ? $this->store[$label] : [['life' => $life, 'exp' => null]] as $version) {
+            $versions[] = ['data' => $data, 'life' => $version['life'], 'exp' => $wrote || $version['exp'] === null ? $this->expiry($version['life']) : $version['exp']];
+        }
+        return $wrote || !$this->ini['redis.session.early_refresh'] ? $versions : $this->withRenewals($versions);
     }
 }

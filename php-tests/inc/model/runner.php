@@ -41,9 +41,39 @@ function see(string $step, $result): void {
         " $label | ", json_encode($_SESSION ?? null), "\n";
 }
 set_error_handler(function (int $type, string $message) {
-    echo 'warning: ', preg_replace('/^[a-z_]+\(\): /', '', $message), "\n";
+    // A session's digest, why its primary could not serve it and the save_path vary from run to run.
+    $line = 'warning: ' . preg_replace(['/^([a-z_]+\(\)|PHP Request Shutdown): /', '/sha256:[0-9a-f]{12}/', '/could not serve it \(.*?\), so/', '/is correct \(.*\)$/'],
+        ['', 'sha256:*', 'could not serve it (*), so', 'is correct (*)'], $message) . "\n";
+    // A forked child's lines wait in a file for its parent to print them in turn.
+    if (isset($GLOBALS['child_log'])) file_put_contents($GLOBALS['child_log'], "child: $line", FILE_APPEND);
+    else echo $line;
     return true;
 });
+/** In a forked child: the output buffered so far is its parent's, and its own lines go to a file. */
+function child_starts(): void {
+    while (ob_get_level()) ob_end_clean();
+    $GLOBALS['child_log'] = getenv('RCS_MODEL_STATE') . '.child';
+}
+/** In the parent: the lines of the child it waited for. */
+function child_lines(): void {
+    $log = getenv('RCS_MODEL_STATE') . '.child';
+    if (!is_file($log)) return;
+    echo file_get_contents($log);
+    unlink($log);
+}
+/** A group's handshakes, by files in a directory of its own: one request tells another it got this far. */
+function signal(string $name): void {
+    touch(getenv('RCS_MODEL_SYNC') . "/$name");
+}
+function await(string $name): void {
+    $until = microtime(true) + 20;
+    while (!file_exists(getenv('RCS_MODEL_SYNC') . "/$name") && microtime(true) < $until) usleep(5000);
+}
+/** Stops the whole process, its lease's watchdog too, for $seconds. */
+function freeze(float $seconds): void {
+    $pid = getmypid();
+    exec("(sleep $seconds; kill -CONT $pid) >/dev/null 2>&1 & kill -STOP $pid");
+}
 
 PHP;
 
@@ -66,6 +96,9 @@ function model_script(array $request): string {
             'destroy' => $see('session_destroy()'),
             'regen' => $see('session_regenerate_id(' . var_export($step[1], true) . ')'),
             'lifetime' => $see("rediscluster_session_set_lifetime($step[1], " . var_export($step[2], true) . ')'),
+            'fork' => "\$pid = pcntl_fork();\nif (\$pid === 0) {\n    child_starts();\n"
+                . ['none' => '', 'change' => "    \$_SESSION['k1'] = 'child';\n", 'destroy' => "    session_destroy();\n"][$step[1]]
+                . "    exit(0);\n}\npcntl_waitpid(\$pid, \$status);\nchild_lines();\n" . $see('true'),
         };
     }
     // Out of the buffer before a fatal error discards it.
@@ -77,28 +110,59 @@ function model_script(array $request): string {
     };
 }
 
-/** A process of a group, after the prelude: its sections, one after the other; an increment writes by = $tag . "s$section". */
+/**
+ * A process of a group, after the prelude: its sections, one after the
+ * other; an increment writes by = $tag . "s$section". Each prints what it
+ * read, what its set_lifetime(), regenerate or frozen lease gave, and its
+ * close's result.
+ */
 function model_group_script(array $sections, string $tag): string {
     return '$tag = ' . var_export($tag, true) . ";\n"
+        . '$lifetime = ' . MODEL_GROUP_LIFETIME . ";\n"
         . 'foreach (' . var_export($sections, true) . ' as $s => [$label, $how]) {' . <<<'PHP'
 
+    // Once another holds the lock: lock_failure_readonly and one short try.
+    if ($how === 'ro') {
+        await("held-$label");
+        ini_set('redis.session.lock_failure_readonly', '1');
+        ini_set('redis.session.lock_retries', '1');
+        ini_set('redis.session.lock_wait_time', '1000');
+    }
+    if ($how === 'expire') ini_set('redis.session.lock_expire', '1');
     session_id(id($label));
     $started = session_start($how === 'rac' ? ['read_and_close' => true] : []);
     echo "read $s ", json_encode([session_id() === id($label), $started, [$_SESSION['n'] ?? 0, $_SESSION['by'] ?? '']]), "\n";
-    if (str_starts_with($how, 'incr')) {
+    if (!in_array($how, ['touch', 'abort', 'rac', 'ro', 'destroy'], true)) {
         $_SESSION['n'] = ($_SESSION['n'] ?? 0) + 1;
         $_SESSION['by'] = $tag . "s$s";
     }
+    if (str_starts_with($how, 'life')) echo "life $s ", json_encode(rediscluster_session_set_lifetime($how === 'life' ? $lifetime : 0)), "\n";
+    if (str_starts_with($how, 'regen')) echo "regen $s ", json_encode([session_regenerate_id($how === 'regen_del'), session_id()]), "\n";
+    if ($how === 'hold') {
+        signal("held-$label");
+        await("done-$label");
+    }
+    if ($how === 'expire') usleep(1500000);   // past its lock_expire
+    if ($how === 'fence') {
+        freeze(1.5);   // past its lease: nobody renews it, and nobody else takes it
+        echo "fence $s ", json_encode(!rediscluster_session_lock_info(session_id())['locked']), "\n";
+    }
     if ($how === 'incr_end') break;   // written at the request's end
-    echo "closed $s ", json_encode(match ($how) { 'abort' => session_abort(), 'rac' => true, default => session_write_close() }), "\n";
+    $closed = match ($how) { 'abort' => session_abort(), 'rac' => true, 'destroy' => session_destroy(), default => session_write_close() };
+    echo "closed $s ", json_encode($closed), "\n";
+    foreach (['redis.session.lock_failure_readonly', 'redis.session.lock_retries', 'redis.session.lock_wait_time', 'redis.session.lock_expire'] as $name) ini_restore($name);
+    if ($how === 'ro') signal("done-$label");
 }
 echo "end\n";
 
 PHP;
 }
 
-/** The INI of a request of $sequence on $handler ('rediscluster', or 'files' in directory $dir). */
-function model_ini_of(array $sequence, array $ini, string $handler, string $dir = ''): array {
+/**
+ * The INI of a request of $sequence on $handler ('rediscluster', or 'files' in
+ * directory $dir); in an $outage, a frozen primary is given up on sooner.
+ */
+function model_ini_of(array $sequence, array $ini, string $handler, string $dir = '', bool $outage = false): array {
     $ini += [
         'session.use_strict_mode' => (int)$sequence['strict'],
         'session.gc_probability' => 0,
@@ -114,20 +178,25 @@ function model_ini_of(array $sequence, array $ini, string $handler, string $dir 
     if ($handler === 'files') {
         $ini += ['session.save_handler' => 'files', 'session.save_path' => $dir];
     } elseif ($sequence['failover'] === 'error') {
-        $ini += ['session.save_path' => rcs_save_path('failover=error&prefix=' . urlencode(rcs_prefix()))];
+        $timeouts = $outage ? 'timeout=0.6&read_timeout=0.6&' : '';
+        $ini += ['session.save_path' => rcs_save_path("failover=error&{$timeouts}prefix=" . urlencode(rcs_prefix()))];
     }
     return rcs_session_ini($ini);
 }
 
-/** Runs the scripts $codes (each after the prelude) side by side; returns each one's output lines (normalized) and exit status. */
-function model_exec(array $ini, array $codes, string $state_file): array {
+/**
+ * Runs the scripts $codes (each after the prelude) side by side, their
+ * handshakes in directory $sync; returns each one's output lines (normalized)
+ * and exit status.
+ */
+function model_exec(array $ini, array $codes, string $state_file, string $sync = ''): array {
     $children = [];
     foreach ($codes as $code) {
         $script = tempnam(sys_get_temp_dir(), 'rcs-model-');
         file_put_contents($script, "<?php\n" . MODEL_PRELUDE . $code);
         $cmd = rcs_php_command($ini);
         $cmd[] = $script;
-        $proc = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['redirect', 1]], $pipes, null, ['RCS_MODEL_STATE' => $state_file] + getenv());
+        $proc = proc_open($cmd, [0 => ['file', '/dev/null', 'r'], 1 => ['pipe', 'w'], 2 => ['redirect', 1]], $pipes, null, ['RCS_MODEL_STATE' => $state_file, 'RCS_MODEL_SYNC' => $sync] + getenv());
         $children[] = [$proc, $pipes[1], $script];
     }
     $outputs = [];
@@ -149,15 +218,17 @@ function model_exec(array $ini, array $codes, string $state_file): array {
     return $outputs;
 }
 
-/** A group process's output as the oracle takes it: per section [label, how, same id?, started, [n, by], closed, warnings]. */
+/** A group process's output as the oracle takes it: per section [label, how, same id?, started, [n, by], closed, warnings, what else it said]. */
 function model_parse_group(array $lines, array $sections): array {
-    $runs = array_map(fn($s) => [$s[0], $s[1], null, null, null, null, []], $sections);
+    $runs = array_map(fn($s) => [$s[0], $s[1], null, null, null, null, [], null], $sections);
     $last = count($sections) - 1;
     $current = 0;
     foreach ($lines as $line) {
         if (preg_match('/^read (\d+) (.*)$/', $line, $m)) {
             $current = (int)$m[1];
             [$runs[$current][2], $runs[$current][3], $runs[$current][4]] = json_decode($m[2], true);
+        } elseif (preg_match('/^(?:life|regen|fence) (\d+) (.*)$/', $line, $m)) {
+            $runs[(int)$m[1]][7] = json_decode($m[2], true);
         } elseif (preg_match('/^closed (\d+) (.*)$/', $line, $m)) {
             $runs[(int)$m[1]][5] = json_decode($m[2], true);
             $current = min((int)$m[1] + 1, $last);
@@ -255,11 +326,12 @@ function model_ids(string $state_file): array {
 /**
  * Runs $sequence and checks it. Returns null when every check passed, else
  * ['kind' => …, 'round' => …, 'message' => …, 'log' => what the oracle
- * expected of each round run so far].
+ * expected of each round run so far]. Adds to $reached how often each
+ * feature of MODEL_FEATURES was reached in the rounds that passed.
  */
-function model_check(array $sequence): ?array {
+function model_check(array $sequence, array &$reached = []): ?array {
     $state = model_state_file();
-    $oracle = new ModelOracle($sequence['strict']);
+    $oracle = new ModelOracle($sequence['strict'], $sequence['locking']);
     $log = [];
     $outputs = [];
     $fail = function (string $kind, int $round, string $message) use (&$log) {
@@ -267,18 +339,33 @@ function model_check(array $sequence): ?array {
     };
     try {
         foreach ($sequence['rounds'] as $r => $round) {
-            $ini = model_ini_of($sequence, $round['ini'], 'rediscluster');
+            $outage = !empty($round['outage']);
+            $ini = model_ini_of($sequence, $round['ini'], 'rediscluster', '', $outage);
+            $round_reached = [];
             $t0 = microtime(true);
             if (isset($round['group'])) {
+                $sync = "$state-sync$r";
+                mkdir($sync);
                 $codes = array_map(fn($p) => model_group_script($round['group'][$p], "r{$r}p$p"), array_keys($round['group']));
-                $out = model_exec($ini, $codes, $state);
+                $out = model_exec($ini, $codes, $state, $sync);
+                array_map('unlink', glob("$sync/*"));
+                rmdir($sync);
                 $window = [$t0, microtime(true)];
                 $runs = array_map(fn($p) => model_parse_group($out[$p], $round['group'][$p]), array_keys($round['group']));
-                $errors = $oracle->group($round['ini'], $runs, $window, $sequence['locking'], "r$r");
+                [$errors, $made, $round_reached] = $oracle->group($round['ini'], $runs, $window, "r$r");
                 $log[$r] = ['expected' => null, 'got' => $out];
                 if ($errors) return $fail('group', $r, implode("\n", $errors));
+                // The ids the group's regenerations made, for the rounds after.
+                $ids = json_decode(file_get_contents($state), true);
+                foreach ($made as $label => [$p, $s]) $ids['ids'][$label] = $runs[$p][$s][7][1];
+                file_put_contents($state, json_encode($ids));
             } else {
-                [$out] = model_exec($ini, [model_script($round)], $state);
+                $frozen = $outage ? model_freeze(model_ids($state)['a']) : null;
+                try {
+                    [$out] = model_exec($ini, [model_script($round)], $state);
+                } finally {
+                    if ($frozen !== null) model_thaw($frozen, model_ids($state)['a']);
+                }
                 $expected = $oracle->request($round, [$t0, microtime(true)]);
                 $log[$r] = ['expected' => $expected, 'got' => [$out]];
                 $outputs[$r] = $out;
@@ -287,17 +374,67 @@ function model_check(array $sequence): ?array {
                     preg_match('/^[a-z_]+/', $expected[$i] ?? $out[$i], $m);
                     return $fail('output:' . ($m[0] ?? '?'), $r, "line " . ($i + 1) . " differs\nexpected:\n  " . implode("\n  ", $expected) . "\ngot:\n  " . implode("\n  ", $out));
                 }
+                foreach ($out as $line) {
+                    $feature = match (true) {
+                        str_contains($line, 'is read only: its primary could not serve it') => 'failover=error',
+                        str_starts_with($line, 'fork(') => 'fork',
+                        default => null,
+                    };
+                    if ($feature !== null) $round_reached[$feature] = ($round_reached[$feature] ?? 0) + 1;
+                }
             }
             $now = microtime(true);
             $log[$r]['store'] = array_map(fn($versions) => implode(' or ', array_map(fn($v) => model_show($v, $now), $versions)), $oracle->store);
             if ($error = model_check_store($oracle, model_ids($state))) return $fail($error[0], $r, $error[1]);
+            foreach ($round_reached as $feature => $count) $reached[$feature] = ($reached[$feature] ?? 0) + $count;
         }
         if ($sequence['plain']) return model_differential($sequence, $outputs, $state, $fail);
         return null;
     } finally {
         unlink($state);
+        @unlink("$state.child");
         model_delete_keys();
     }
+}
+
+/** What the generator reaches only when it forces it: every run of MODEL_PERIOD sequences reaches each. */
+const MODEL_FEATURES = ['failover=error', 'lock_failure_readonly', 'expired lock', 'fence', 'fork',
+    'concurrent lifetime', 'concurrent regenerate', 'concurrent destroy'];
+
+// ---- An outage ----
+
+/**
+ * Freezes the primary of $id (SIGSTOP, as scripts/cluster.sh pause-node does)
+ * once its replicas have all it has, for a request that finds it silent;
+ * returns the primary. Far shorter than the cluster's node timeout: no failover.
+ */
+function model_freeze(string $id): string {
+    $primary = rcs_primary_of(rcs_prefix() . $id);
+    $synced = function () use ($primary): bool {
+        $info = Resp::send($primary, ['INFO', 'replication']);
+        preg_match('/^master_repl_offset:(\d+)/m', $info, $offset);
+        preg_match_all('/^slave\d+:.*\boffset=(\d+)/m', $info, $replicas);
+        return $replicas[1] !== [] && array_unique($replicas[1]) === [$offset[1]];
+    };
+    rcs_wait_until($synced, 10) or throw new RuntimeException("the replicas of $primary did not catch up");
+    model_cluster_node('pause-node', $primary);
+    return $primary;
+}
+
+/**
+ * Thaws $primary. What the request sent it meanwhile runs now: a lock of $id
+ * taken then (and released or not) is gone within a lease.
+ */
+function model_thaw(string $primary, string $id): void {
+    model_cluster_node('resume-node', $primary);
+    rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($id)) === 0, 10);
+}
+
+/** scripts/cluster.sh ACTION for the node at $addr. */
+function model_cluster_node(string $action, string $addr): void {
+    $command = [__DIR__ . '/../../../scripts/cluster.sh', $action, rcs_env('RCS_FLAVOR'), (string)rcs_seeds()[0][1], substr(strrchr($addr, ':'), 1)];
+    exec(implode(' ', array_map('escapeshellarg', $command)), $output, $status);
+    if ($status !== 0) throw new RuntimeException("scripts/cluster.sh $action $addr failed");
 }
 
 /**
@@ -386,8 +523,17 @@ function model_smaller(array $sequence): Generator {
             if ($round['ini'][$key] !== $plain) yield $with(['rounds', $r, 'ini', $key], $plain);
         }
     }
+    // Not what some rounds need: a lock (for contention, or a forked child's
+    // destroy), failover=error (for an outage).
+    $needs = ['locking' => false, 'failover' => false];
+    foreach ($rounds as $round) {
+        $kinds = array_column(array_merge(...($round['group'] ?? [[]])), 1);
+        $needs['locking'] = $needs['locking'] || array_diff($kinds, ['incr', 'incr_end', 'touch', 'abort', 'rac']) !== []
+            || in_array(['fork', 'destroy'], $round['steps'] ?? [], true);
+        $needs['failover'] = $needs['failover'] || !empty($round['outage']);
+    }
     foreach (['locking' => false, 'strict' => false, 'failover' => 'none'] as $key => $plain) {
-        if ($sequence[$key] !== $plain) yield $with([$key], $plain);
+        if ($sequence[$key] !== $plain && !($needs[$key] ?? false)) yield $with([$key], $plain);
     }
 }
 
@@ -441,7 +587,8 @@ REPRO;
             : [model_script($round)];
         $log = $failure['log'][$r] ?? [];
         $nowdoc = fn(?string $s) => $s === null ? 'null' : "<<<'PHP'\n$s\nPHP";
-        $text .= "\n// round " . ($r + 1) . (isset($round['group']) ? ': ' . count($codes) . ' requests side by side' : ': one request') . "\n"
+        $text .= "\n// round " . ($r + 1) . (isset($round['group']) ? ': ' . count($codes) . ' requests side by side' : ': one request')
+            . (empty($round['outage']) ? '' : ", run with the primary of a frozen (scripts/cluster.sh pause-node FLAVOR BASE_PORT PORT, then\n// resume-node): without, it does not fail the same way") . "\n"
             . '$rounds[] = [' . model_php_array($round['ini']) . ", [\n" . implode(",\n", array_map(fn($code) => $nowdoc(rtrim($code)), $codes)) . "\n],\n"
             . $nowdoc(isset($log['expected']) ? implode("\n", $log['expected']) : null) . ",\n"
             . $nowdoc(isset($log['store']) ? implode("\n", array_map(fn($l, $v) => "$l: $v", array_keys($log['store']), $log['store'])) : null) . "];\n";
@@ -460,12 +607,16 @@ file_put_contents($state, json_encode(['ids' => $ids]));
 // Runs each of $codes after the prelude, side by side, and prints its output.
 $run = function (array $round_ini, array $codes) use ($ext, $ini, $prelude, $state): void {
     $children = [];
+    // A group's handshakes.
+    $sync = "$state-sync";
+    @mkdir($sync);
+    array_map('unlink', glob("$sync/*"));
     foreach ($codes as $i => $code) {
         file_put_contents($script = "$state-$i.php", "<?php\n$prelude$code");
         $cmd = [PHP_BINARY, '-n', '-d', "extension=$ext"];
         foreach ($round_ini + $ini as $k => $v) array_push($cmd, '-d', "$k=\"$v\"");
         $cmd[] = $script;
-        $children[] = [proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['redirect', 1]], $pipes, null, ['RCS_MODEL_STATE' => $state] + getenv()), $pipes[1], $script];
+        $children[] = [proc_open($cmd, [1 => ['pipe', 'w'], 2 => ['redirect', 1]], $pipes, null, ['RCS_MODEL_STATE' => $state, 'RCS_MODEL_SYNC' => $sync] + getenv()), $pipes[1], $script];
     }
     foreach ($children as [$proc, $out, $script]) {
         echo '    ', str_replace("\n", "\n    ", rtrim(stream_get_contents($out))), "\n    exit ", proc_close($proc), "\n";
@@ -488,6 +639,8 @@ foreach ($state['ids'] as $label => $id) {
 PHP]);
     if ($store !== null) echo "  the oracle expected:\n    ", str_replace("\n", "\n    ", $store), "\n";
 }
+array_map('unlink', glob("$state-sync/*"));
+@rmdir("$state-sync");
 unlink($state);
 
 REPRO;
