@@ -1044,41 +1044,35 @@ mod tests {
         ConnectionConfig::from(&crate::save_path::parse("seed[]=127.0.0.1:1").unwrap())
     }
 
+    /// A PING to a fake node that answers `answer`, its first `skipped`
+    /// replies read past.
+    fn ping_fake_node(
+        answer: &'static [u8],
+        skipped: usize,
+    ) -> (NodeAddr, RedisResult<Vec<Value>>) {
+        let node = fake_node(answer, 64, Duration::ZERO);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut link = Link::open(&plain_config(), &node, deadline).unwrap();
+        let window = ReplyWindow::new(Duration::MAX, deadline);
+        let replies = link.exchange(b"*1\r\n$4\r\nPING\r\n", skipped, 1, window);
+        (node, replies)
+    }
+
     #[test]
     fn a_skipped_error_reply_leaves_the_next_reply_intact() {
         // ASKING ahead of a redirected request: its reply is read past, error or not.
-        let node = fake_node(b"-ERR not now\r\n+OK\r\n", 64, Duration::ZERO);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let mut link = Link::open(&plain_config(), &node, deadline).unwrap();
-        let replies = link
-            .exchange(
-                b"*1\r\n$4\r\nPING\r\n",
-                1,
-                1,
-                ReplyWindow::new(Duration::MAX, deadline),
-            )
-            .unwrap();
-        assert_eq!(replies, [Value::Okay]);
+        let (_, replies) = ping_fake_node(b"-ERR not now\r\n+OK\r\n", 1);
+        assert_eq!(replies.unwrap(), [Value::Okay]);
     }
 
     #[test]
     fn a_node_at_maxclients_is_told_from_other_refusals() {
         // What a full node sends a new connection before it closes it.
-        let node = fake_node(
+        let (node, replies) = ping_fake_node(
             b"-ERR max number of clients + cluster connections reached\r\n",
-            64,
-            Duration::ZERO,
+            0,
         );
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let mut link = Link::open(&plain_config(), &node, deadline).unwrap();
-        let error = link
-            .exchange(
-                b"*1\r\n$4\r\nPING\r\n",
-                0,
-                1,
-                ReplyWindow::new(Duration::MAX, deadline),
-            )
-            .unwrap_err();
+        let error = replies.unwrap_err();
         assert_eq!(refused_at_maxclients(&error), Some(&node));
         assert!(error.is_connection_refusal(), "{error}");
         assert!(
