@@ -1,5 +1,5 @@
 --TEST--
-A primary at maxclients (its connections filled): session_start() waits for a free connection with pauses that grow, within its budget (timeout + read_timeout), and keeps the slot map: a handful of connects and no CLUSTER SLOTS, where each stuck request made ~16 and ~14 before; one warning naming the node and the setting, counted; with failover=error the session is read from a replica once the wait is over, the warning saying why
+A primary at maxclients (its connections filled): session_start() waits for a free connection with pauses that grow, within its budget (timeout + read_timeout), and keeps the slot map: a handful of connects and the slot map checked once, where each stuck request made ~16 and ~14 before; one warning naming the node and the setting, counted; with failover=error the session is read from a replica once the wait is over, the warning saying why
 --FILE--
 <?php
 require __DIR__ . '/inc/setup.php';
@@ -27,8 +27,9 @@ $measure = function (string $save_path) use ($primary, $request) {
     $slot_maps = rcs_slot_map_fetches() - $slot_maps;
     echo "connects refused: $rejected, CLUSTER SLOTS: $slot_maps\n";
     echo 'a few connects, retried: ', json_encode($rejected >= 2 && $rejected <= 8), "\n";
-    // A new process may fetch the map once, if its siblings shared none.
-    echo 'the slot map kept: ', json_encode($slot_maps <= 1), "\n";
+    // A new process may fetch the map once, if its siblings shared none, and
+    // checks it once at the full node (a failover may have moved the slot).
+    echo 'the slot map kept: ', json_encode($slot_maps <= 2), "\n";
 };
 $measure($path());
 echo "== failover=error\n";

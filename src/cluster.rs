@@ -13,9 +13,10 @@
 //!   `MASTERDOWN`, `LOADING`, `READONLY` and broken or hung connections: a
 //!   failover or restart is under way; the map is fetched again and the
 //!   request retried.
-//! - A node at `maxclients` refusing the connection: no change of the
-//!   cluster, so the map stays; the connection is tried again after pauses
-//!   that grow ([`FULL_NODE_PAUSE`]).
+//! - A node at `maxclients` refusing the connection: usually no change of
+//!   the cluster, so the map is checked once per request (the full primary
+//!   may have been failed over) and kept if that fails; the connection is
+//!   tried again after pauses that grow ([`FULL_NODE_PAUSE`]).
 //!
 //! None of these replies means the request ran, except an I/O error, which
 //! may come after it ran: the session protocol makes every request safe to
@@ -294,6 +295,7 @@ impl Cluster {
         self.forget_if_forked();
         let mut ask: Option<NodeAddr> = None;
         let mut refusal_seen = false;
+        let mut map_checked_at_full_node = false;
         let mut full_node_pause = FULL_NODE_PAUSE;
         loop {
             let pause = match self.attempt(request, ask.take()) {
@@ -330,9 +332,16 @@ impl Cluster {
                     self.refreshed = None;
                     RECOVERY_PAUSE
                 }
-                // A node at maxclients is up and where the map says: no new
-                // map, and a few tries until the deadline.
+                // A node at maxclients is up: a few tries until the deadline.
+                // The map is checked once (another node's, or a sibling's
+                // shared one): an operator may have failed the full primary
+                // over, and the new one serves the slot. On failure it stays.
                 Err(failure) if link::refused_at_maxclients(&failure.error).is_some() => {
+                    if !std::mem::replace(&mut map_checked_at_full_node, true)
+                        && self.refresh_map(request.deadline).is_ok()
+                    {
+                        continue;
+                    }
                     let pause = request
                         .wait_if_full
                         .then(|| next_full_node_pause(&mut full_node_pause, request.deadline))
