@@ -219,8 +219,10 @@ final class ModelOracle {
 
     /**
      * PHP's save of the active session: a write, or with lazy_write and
-     * $_SESSION as read a touch, which keeps the data stored (a forked child
-     * may have written since). A read-only session's is refused once changed.
+     * $_SESSION as read a touch. A touch keeps the data stored (a forked
+     * child may have written since, without a lock) unless it changes the
+     * lifetime: one asked for, or dropped where one was stored, stores the
+     * data anew. A read-only session's save is refused once changed.
      */
     private function save(): void {
         if ($this->read_only) {
@@ -232,10 +234,20 @@ final class ModelOracle {
         }
         $touch = $this->touches();
         $stored = $this->data($this->id);
+        $stored_lives = $this->lives($this->id);
+        $asked = ($this->pending['id'] ?? null) === $this->id;
         $this->write($this->id);
-        if ($touch && $stored !== null) {
-            $this->store[$this->id] = array_map(fn($version) => ['data' => $stored] + $version, $this->store[$this->id]);
+        if (!$touch || $stored === null) return;
+        $versions = [];
+        foreach ($this->store[$this->id] as $version) {
+            $kept = ['data' => $stored] + $version;
+            array_push($versions, ...match (true) {
+                !$asked => [$kept],
+                $version['life'] !== null => [$version],
+                default => array_map(fn($life) => $life === null ? $kept : $version, $stored_lives),
+            });
         }
+        $this->store[$this->id] = array_values(array_unique($versions, SORT_REGULAR));
     }
 
     /** Reads the active id: $_SESSION as stored; early_refresh may renew the TTL. */
