@@ -195,8 +195,8 @@ void rediscluster_session_unwrap_calls(void)
 
 /* Raises a message of `level` through PHP's error machinery. Returns 1 when
  * PHP bailed out of it (the application's error handler died with a fatal
- * error): the caller records what that leaves undone, frees what it owns, and
- * goes on with rediscluster_session_bailout(). */
+ * error): the caller frees what it owns and goes on with
+ * rediscluster_session_bailout(). */
 int rediscluster_session_raise(int level, const char *text)
 {
 	volatile int bailed_out = 0;
