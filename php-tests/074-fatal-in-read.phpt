@@ -5,7 +5,8 @@ A fatal error in the application's error handler, raised by a message of session
 require __DIR__ . '/inc/setup.php';
 rcs_use_session();
 $key = fn(string $sid) => rcs_prefix() . $sid;
-// The error handler dies with a fatal error (E_USER_ERROR from inside it).
+// The error handler dies with a fatal error (E_USER_ERROR from inside it; PHP 8.4+
+// also says that passing E_USER_ERROR is deprecated, hence %A before the fatal error).
 $fatal = 'set_error_handler(function ($t, $m) { echo "handler: $m\n"; trigger_error("dying", E_USER_ERROR); });';
 $quiet = ['display_errors' => '0', 'log_errors' => '0'];
 $shown = ['display_errors' => '1', 'log_errors' => '0', 'error_reporting' => (string)(E_ALL & ~E_DEPRECATED)];
@@ -49,7 +50,7 @@ $run('an exception from the handler', rcs_locking($quiet + ['session.gc_maxlifet
 == locked, a notice of the read
 stored
 handler: session_start(): session.gc_maxlifetime is <= 0, defaulting to 1440 seconds
-
+%A
 Fatal error: dying
 
 Warning: PHP Request Shutdown: Unable to write session: the session's data has not reached $_SESSION (session_start() was raising a message, and its error handler saved or died with a fatal error); the stored session is kept as it was
@@ -59,7 +60,7 @@ stored after: user|s:5:"alice";, lock left: []
 == unlocked, a notice of the read
 stored
 handler: session_start(): session.gc_maxlifetime is <= 0, defaulting to 1440 seconds
-
+%A
 Fatal error: dying
 
 Warning: PHP Request Shutdown: Unable to write session: the session's data has not reached $_SESSION (session_start() was raising a message, and its error handler saved or died with a fatal error); the stored session is kept as it was
@@ -69,7 +70,7 @@ stored after: user|s:5:"alice";, lock left: []
 == the lock-wait notice
 stored
 handler: session_start(): rediscluster: waited %d ms for the lock of session sha256:%x (rediscluster_session.lock_wait_notice_ms=1)
-
+%A
 Fatal error: dying
 
 Warning: PHP Request Shutdown: Unable to write session: the session's data has not reached $_SESSION (session_start() was raising a message, and its error handler saved or died with a fatal error); the stored session is kept as it was
@@ -91,7 +92,7 @@ stored after: user|s:5:"alice";, lock left: []
 == session_regenerate_id(true) at shutdown
 stored
 handler: session_start(): session.gc_maxlifetime is <= 0, defaulting to 1440 seconds
-
+%A
 Fatal error: dying
 
 Warning: session_regenerate_id(): Unable to destroy session: the session's data has not reached $_SESSION (session_start() was raising a message, and its error handler saved or died with a fatal error); the stored session is kept as it was
