@@ -14,24 +14,26 @@
 //! - DNS: the names resolv.conf's `search` (or `domain`) and `ndots` make of
 //!   the host, in glibc's order; for each, A and AAAA at once, from two
 //!   sockets (a conntrack race drops one of two datagrams sent at once from
-//!   one port), to the name servers in turn, `attempts` times over, each
-//!   waited on up to `timeout`. NXDOMAIN, or no address of either type: the
+//!   one port), to the name servers in turn (`127.0.0.1` when it names none,
+//!   as glibc), `attempts` times over, each waited on up to `timeout` and at
+//!   most its share of what is left (a dead first server leaves the next
+//!   some time). NXDOMAIN, or no address of either type: the
 //!   next name. SERVFAIL, REFUSED, an ICMP error, no reply or a truncated
 //!   reply with no address in it: the next server (no retry over TCP: a
 //!   node's few addresses fit in a UDP reply). A datagram that does not
 //!   answer the question asked is ignored.
-//! - Fallback, outside the deadline: `getaddrinfo` when resolv.conf names
-//!   no usable server, or when every name was answered as having no address
-//!   (nsswitch.conf's other sources, mDNS or LDAP say, may know it).
-//! - Cache: per thread, a name's DNS answer for its TTL (an hour at most),
+//! - Fallback, outside the deadline: `getaddrinfo` when every name was
+//!   answered as having no address (nsswitch.conf's other sources, mDNS or
+//!   LDAP say, may know it).
+//! - Cache: per process, a name's DNS answer for its TTL (an hour at most),
 //!   until a connect to its addresses fails; DNS is then asked again at once
 //!   and a new address tried in the same connect.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs, UdpSocket};
 use std::os::fd::AsRawFd;
+use std::sync::{Mutex, TryLockError};
 use std::time::{Duration, Instant};
 
 use crate::link::first_readable;
@@ -81,10 +83,10 @@ pub struct ResolvConf {
 }
 
 impl Default for ResolvConf {
-    /// glibc's defaults.
+    /// glibc's defaults: with no `nameserver` line, the local one.
     fn default() -> Self {
         ResolvConf {
-            nameservers: Vec::new(),
+            nameservers: vec![SocketAddr::new(Ipv4Addr::LOCALHOST.into(), 53)],
             search: Vec::new(),
             ndots: 1,
             timeout: Duration::from_secs(5),
@@ -95,7 +97,10 @@ impl Default for ResolvConf {
 
 impl ResolvConf {
     pub fn parse(text: &str) -> ResolvConf {
-        let mut conf = ResolvConf::default();
+        let mut conf = ResolvConf {
+            nameservers: Vec::new(),
+            ..ResolvConf::default()
+        };
         for line in text.lines() {
             let mut words = line.split_whitespace();
             match words.next() {
@@ -115,6 +120,9 @@ impl ResolvConf {
                 Some("options") => words.for_each(|option| conf.set_option(option)),
                 _ => {}
             }
+        }
+        if conf.nameservers.is_empty() {
+            conf.nameservers = ResolvConf::default().nameservers;
         }
         conf
     }
@@ -156,9 +164,71 @@ struct Cached {
     until: Instant,
 }
 
-thread_local! {
-    /// This thread's DNS answers (the watchdog's thread has its own).
-    static CACHE: RefCell<HashMap<String, Cached>> = RefCell::new(HashMap::new());
+/// DNS answers, shared by the process's threads: the watchdog's connects
+/// find what the requests resolved (cold, a lookup slower than a lease would
+/// cost a live holder its lock). Only ever `try_lock`ed: a thread that held
+/// it at a `pcntl_fork()` is not in the child, and a busy cache is a miss,
+/// never a wait.
+struct Cache(Mutex<Option<HashMap<String, Cached>>>);
+
+static CACHE: Cache = Cache::new();
+
+impl Cache {
+    const fn new() -> Cache {
+        Cache(Mutex::new(None))
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut HashMap<String, Cached>) -> R) -> Option<R> {
+        let mut names = match self.0.try_lock() {
+            Ok(names) => names,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        Some(f(names.get_or_insert_with(HashMap::new)))
+    }
+
+    fn get(&self, host: &str) -> Option<Vec<IpAddr>> {
+        let now = Instant::now();
+        self.with(|names| {
+            names
+                .get(host)
+                .filter(|entry| entry.until > now)
+                .map(|entry| entry.addresses.clone())
+        })
+        .flatten()
+    }
+
+    /// A connect to one of `host`'s addresses failed: the next lookup asks DNS again.
+    fn forget(&self, host: &str) {
+        self.with(|names| names.remove(host));
+    }
+
+    fn remember(&self, host: &str, found: &Found) {
+        if found.ttl.is_zero() {
+            return;
+        }
+        let now = Instant::now();
+        self.with(|names| {
+            if names.len() >= CACHED_NAMES && !names.contains_key(host) {
+                names.retain(|_, entry| entry.until > now);
+                if names.len() >= CACHED_NAMES
+                    && let Some(oldest) = names
+                        .iter()
+                        .min_by_key(|(_, entry)| entry.until)
+                        .map(|(name, _)| name.clone())
+                {
+                    names.remove(&oldest);
+                }
+            }
+            names.insert(
+                host.to_owned(),
+                Cached {
+                    addresses: found.addresses.clone(),
+                    until: now + found.ttl,
+                },
+            );
+        });
+    }
 }
 
 /// Connects with `connect` to the addresses of `host`, a name (not an IP
@@ -178,6 +248,7 @@ pub fn connect<T>(
         deadline,
         &read(HOSTS),
         &ResolvConf::parse(&read(RESOLV_CONF)),
+        &CACHE,
         connect,
     )
 }
@@ -187,20 +258,21 @@ fn connect_in<T>(
     deadline: Instant,
     hosts: &str,
     conf: &ResolvConf,
+    cache: &Cache,
     mut connect: impl FnMut(&[IpAddr]) -> io::Result<T>,
 ) -> io::Result<T> {
-    let was_cached = cached(host).is_some();
-    let addresses = lookup_in(host, deadline, hosts, conf)?;
+    let was_cached = cache.get(host).is_some();
+    let addresses = lookup_in(host, deadline, hosts, conf, cache)?;
     let error = match connect(&addresses) {
         Ok(connected) => return Ok(connected),
         Err(error) => error,
     };
-    forget(host);
+    cache.forget(host);
     // A fresh answer that failed is asked again only by the next connect.
     if !was_cached {
         return Err(error);
     }
-    let moved: Vec<IpAddr> = lookup_in(host, deadline, hosts, conf)?
+    let moved: Vec<IpAddr> = lookup_in(host, deadline, hosts, conf, cache)?
         .into_iter()
         .filter(|ip| !addresses.contains(ip))
         .collect();
@@ -210,16 +282,12 @@ fn connect_in<T>(
     connect(&moved)
 }
 
-/// A connect to one of `host`'s addresses failed: the next lookup asks DNS again.
-fn forget(host: &str) {
-    CACHE.with_borrow_mut(|cache| cache.remove(host));
-}
-
 fn lookup_in(
     host: &str,
     deadline: Instant,
     hosts: &str,
     conf: &ResolvConf,
+    cache: &Cache,
 ) -> io::Result<Vec<IpAddr>> {
     let listed = hosts_addresses(hosts, host);
     if !listed.is_empty() {
@@ -232,16 +300,14 @@ fn lookup_in(
     {
         return Ok(vec![Ipv4Addr::LOCALHOST.into(), Ipv6Addr::LOCALHOST.into()]);
     }
-    if let Some(addresses) = cached(host) {
+    if let Some(addresses) = cache.get(host) {
         return Ok(addresses);
     }
-    if !conf.nameservers.is_empty()
-        && let Some(found) = ask_name_servers(conf, host, deadline)?
-    {
-        remember(host, &found);
+    if let Some(found) = ask_name_servers(conf, host, deadline)? {
+        cache.remember(host, &found);
         return Ok(found.addresses);
     }
-    // Unbounded, but only where DNS has answered or is not configured.
+    // Unbounded, but only where DNS has answered.
     match (host, 0).to_socket_addrs() {
         Ok(addresses) => Ok(addresses.map(|address| address.ip()).collect()),
         Err(error) => Err(io::Error::new(
@@ -249,43 +315,6 @@ fn lookup_in(
             format!("resolving {host} failed: {error}"),
         )),
     }
-}
-
-fn cached(host: &str) -> Option<Vec<IpAddr>> {
-    let now = Instant::now();
-    CACHE.with_borrow(|cache| {
-        cache
-            .get(host)
-            .filter(|entry| entry.until > now)
-            .map(|entry| entry.addresses.clone())
-    })
-}
-
-fn remember(host: &str, found: &Found) {
-    if found.ttl.is_zero() {
-        return;
-    }
-    let now = Instant::now();
-    CACHE.with_borrow_mut(|cache| {
-        if cache.len() >= CACHED_NAMES && !cache.contains_key(host) {
-            cache.retain(|_, entry| entry.until > now);
-            if cache.len() >= CACHED_NAMES
-                && let Some(oldest) = cache
-                    .iter()
-                    .min_by_key(|(_, entry)| entry.until)
-                    .map(|(name, _)| name.clone())
-            {
-                cache.remove(&oldest);
-            }
-        }
-        cache.insert(
-            host.to_owned(),
-            Cached {
-                addresses: found.addresses.clone(),
-                until: now + found.ttl,
-            },
-        );
-    });
 }
 
 /// The addresses `/etc/hosts` (its text) lists for `host`, IPv4 first.
@@ -585,12 +614,15 @@ enum Round {
 fn ask_servers(conf: &ResolvConf, qname: &[u8], deadline: Instant) -> Round {
     let mut why = String::from("no name server asked");
     for _ in 0..conf.attempts {
-        for &server in &conf.nameservers {
+        for (asked, &server) in conf.nameservers.iter().enumerate() {
             let now = Instant::now();
             if now >= deadline {
                 return Round::Unanswered(why);
             }
-            match ask_server(server, qname, (now + conf.timeout).min(deadline)) {
+            // The servers left in this round share what is left: a silent
+            // first one must not spend the time the next would answer in.
+            let share = (deadline - now) / (conf.nameservers.len() - asked) as u32;
+            match ask_server(server, qname, now + conf.timeout.min(share)) {
                 Round::Unanswered(reason) => why = reason,
                 settled => return settled,
             }
@@ -708,6 +740,7 @@ fn ask_server(server: SocketAddr, qname: &[u8], until: Instant) -> Round {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
     use std::sync::{Arc, Mutex};
 
     fn ip(text: &str) -> IpAddr {
@@ -747,6 +780,10 @@ mod tests {
             (1, Duration::from_secs(2), 2)
         );
         assert_eq!(ResolvConf::parse(""), ResolvConf::default());
+        assert_eq!(
+            ResolvConf::parse("nameserver fe80::1%eth0\n").nameservers,
+            ["127.0.0.1:53".parse::<SocketAddr>().unwrap()]
+        );
     }
 
     #[test]
@@ -1194,6 +1231,24 @@ mod tests {
     }
 
     #[test]
+    fn a_dead_first_server_leaves_the_next_its_share_of_the_deadline() {
+        let (silent, _) = name_server(Duration::ZERO, |_, _, _| None);
+        let (good, _) = name_server(
+            Duration::from_millis(200),
+            answering("node.test", [10, 0, 0, 9], 60),
+        );
+        let conf = ResolvConf {
+            timeout: Duration::from_secs(5),
+            ..conf(&[silent, good], &[])
+        };
+        let started = Instant::now();
+        // Before, the silent server was waited on until the deadline.
+        let found = ask_name_servers(&conf, "node.test", started + Duration::from_secs(2));
+        assert_eq!(found.unwrap().unwrap().addresses, [ip("10.0.0.9")]);
+        assert!(started.elapsed() >= Duration::from_millis(900));
+    }
+
+    #[test]
     fn answers_are_kept_until_a_connect_fails_or_their_ttl_ends() {
         let (server, asked) = name_server(Duration::ZERO, |name, qtype, query| {
             let ttl = if name == "short.test" { 0 } else { 60 };
@@ -1207,12 +1262,13 @@ mod tests {
             })
         });
         let conf = conf(&[server], &[]);
+        let cache = Cache::new();
         let queries = || asked.lock().unwrap().len();
-        let lookup = |host| lookup_in(host, soon(), "", &conf).unwrap();
+        let lookup = |host| lookup_in(host, soon(), "", &conf, &cache).unwrap();
         assert_eq!(lookup("kept.test"), [ip("10.0.0.5"), ip("::1")]);
         assert_eq!(lookup("kept.test"), [ip("10.0.0.5"), ip("::1")]);
         assert_eq!(queries(), 2);
-        forget("kept.test");
+        cache.forget("kept.test");
         lookup("kept.test");
         assert_eq!(queries(), 4);
         lookup("short.test");
@@ -1220,7 +1276,7 @@ mod tests {
         assert_eq!(queries(), 8);
         // /etc/hosts and localhost: no query.
         assert_eq!(
-            lookup_in("kept.test", soon(), "10.1.1.1 kept.test", &conf).unwrap(),
+            lookup_in("kept.test", soon(), "10.1.1.1 kept.test", &conf, &cache).unwrap(),
             [ip("10.1.1.1")]
         );
         assert_eq!(lookup("LocalHost"), [ip("127.0.0.1"), ip("::1")]);
@@ -1244,10 +1300,11 @@ mod tests {
             })
         });
         let conf = conf(&[server], &[]);
+        let cache = Cache::new();
         let queries = || asked.lock().unwrap().len();
         let connect = |host: &str, port| {
             let tried = RefCell::new(Vec::new());
-            let result = connect_in(host, soon(), "", &conf, |addresses| {
+            let result = connect_in(host, soon(), "", &conf, &cache, |addresses| {
                 tried.borrow_mut().extend_from_slice(addresses);
                 let addresses: Vec<_> = addresses
                     .iter()
@@ -1261,12 +1318,12 @@ mod tests {
             addresses: vec![ip("127.0.0.2")],
             ttl: Duration::from_secs(60),
         };
-        remember("moved.test", &stale);
+        cache.remember("moved.test", &stale);
         assert_eq!(
             connect("moved.test", live),
             (true, vec![ip("127.0.0.2"), ip("127.0.0.1")])
         );
-        assert_eq!(cached("moved.test"), Some(vec![ip("127.0.0.1")]));
+        assert_eq!(cache.get("moved.test"), Some(vec![ip("127.0.0.1")]));
         assert_eq!(queries(), 2);
         // Kept while it works: no query.
         assert!(connect("moved.test", live).0);
@@ -1278,25 +1335,33 @@ mod tests {
         );
         assert_eq!(queries(), 4);
         // A fresh answer that fails is not asked again in the same connect.
-        forget("moved.test");
+        cache.forget("moved.test");
         assert_eq!(
             connect("moved.test", closed),
             (false, vec![ip("127.0.0.1")])
         );
         assert_eq!(queries(), 6);
-        assert_eq!(cached("moved.test"), None);
+        assert_eq!(cache.get("moved.test"), None);
     }
 
     #[test]
-    fn the_cache_keeps_a_bounded_number_of_names() {
+    fn the_cache_keeps_a_bounded_number_of_names_for_every_thread() {
         let found = Found {
             addresses: vec![ip("10.0.0.1")],
             ttl: Duration::from_secs(60),
         };
+        let cache = Cache::new();
         for index in 0..CACHED_NAMES * 2 {
-            remember(&format!("node{index}.test"), &found);
+            cache.remember(&format!("node{index}.test"), &found);
         }
-        assert_eq!(CACHE.with_borrow(HashMap::len), CACHED_NAMES);
-        assert!(cached(&format!("node{}.test", CACHED_NAMES * 2 - 1)).is_some());
+        assert_eq!(cache.with(|names| names.len()), Some(CACHED_NAMES));
+        let newest = format!("node{}.test", CACHED_NAMES * 2 - 1);
+        // The watchdog's thread finds what a request's resolved.
+        std::thread::scope(|scope| {
+            scope.spawn(|| assert_eq!(cache.get(&newest), Some(vec![ip("10.0.0.1")])));
+        });
+        // Held elsewhere: a miss, not a wait.
+        let _held = cache.0.lock().unwrap();
+        assert_eq!(cache.get(&newest), None);
     }
 }
