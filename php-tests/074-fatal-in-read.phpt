@@ -6,10 +6,11 @@ require __DIR__ . '/inc/setup.php';
 rcs_use_session();
 $key = fn(string $sid) => rcs_prefix() . $sid;
 // The error handler dies with a fatal error (E_USER_ERROR from inside it; PHP 8.4+
-// also says that passing E_USER_ERROR is deprecated, hence %A before the fatal error).
+// also says that passing E_USER_ERROR is deprecated, hence %A before the fatal error;
+// PHP 8.5 would add the fatal error's backtrace).
 $fatal = 'set_error_handler(function ($t, $m) { echo "handler: $m\n"; trigger_error("dying", E_USER_ERROR); });';
 $quiet = ['display_errors' => '0', 'log_errors' => '0'];
-$shown = ['display_errors' => '1', 'log_errors' => '0', 'error_reporting' => (string)(E_ALL & ~E_DEPRECATED)];
+$shown = ['display_errors' => '1', 'log_errors' => '0', 'fatal_error_backtraces' => '0', 'error_reporting' => (string)(E_ALL & ~E_DEPRECATED)];
 
 $run = function (string $label, array $ini, string $handler, ?callable $before = null) use ($key) {
     $sid = 'fatalread' . bin2hex(random_bytes(6));
