@@ -343,13 +343,23 @@ impl Link {
             pending_auth: None,
             auth_unread: false,
         };
-        Bounded {
+        let handshake = Bounded {
             stream: &mut link.stream,
             timeouts: &mut link.timeouts,
             deadline,
             now: None,
         }
-        .handshake()?;
+        .handshake();
+        if let Err(error) = handshake {
+            // A node at `maxclients` closes a TLS connection in the handshake
+            // (no alert, the refusal unsent): a node that rejects the client
+            // sends an alert.
+            return Err(if closed(&error) {
+                refusal_at_maxclients(AtMaxclients::InTlsHandshake(addr.clone()))
+            } else {
+                error.into()
+            });
+        }
         // AUTH goes out with the first command, in the same round trip: a
         // connection per request (`persistent=0`) costs no extra one.
         link.pending_auth = config.auth.as_ref().map(|auth| {
@@ -525,28 +535,48 @@ fn refused_for_maxclients(addr: &NodeAddr, reply: &Value) -> RedisResult<()> {
                 .details()
                 .is_some_and(|text| text.starts_with("max number of clients")) =>
         {
-            stats::node_connection(stats::NodeEvent::RefusedMaxclients);
-            Err(RedisError::from(io::Error::new(
-                io::ErrorKind::ConnectionRefused,
-                AtMaxclients(addr.clone()),
-            )))
+            Err(refusal_at_maxclients(AtMaxclients::Said(addr.clone())))
         }
         _ => Ok(()),
     }
+}
+
+fn refusal_at_maxclients(refusal: AtMaxclients) -> RedisError {
+    stats::node_connection(stats::NodeEvent::RefusedMaxclients);
+    RedisError::from(io::Error::new(io::ErrorKind::ConnectionRefused, refusal))
 }
 
 /// The refusal of a node at `maxclients`, told apart from other failures:
 /// the node is up and the slot map right, so the router waits for a free
 /// connection rather than asking for a new map.
 #[derive(Debug)]
-struct AtMaxclients(NodeAddr);
+enum AtMaxclients {
+    /// It said so.
+    Said(NodeAddr),
+    /// It closed a TLS connection in the handshake, as it does then.
+    InTlsHandshake(NodeAddr),
+}
+
+impl AtMaxclients {
+    fn node(&self) -> &NodeAddr {
+        match self {
+            AtMaxclients::Said(node) | AtMaxclients::InTlsHandshake(node) => node,
+        }
+    }
+}
 
 impl std::fmt::Display for AtMaxclients {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let how = match self {
+            AtMaxclients::Said(_) => "refused the connection: max number of clients reached",
+            AtMaxclients::InTlsHandshake(_) => {
+                "closed the connection in the TLS handshake, as a node does at max number of clients"
+            }
+        };
         write!(
             f,
-            "{} refused the connection: max number of clients reached (raise maxclients on the node, or hold fewer connections to it)",
-            self.0
+            "{} {how} (raise maxclients on the node, or hold fewer connections to it)",
+            self.node()
         )
     }
 }
@@ -559,21 +589,23 @@ pub fn refused_at_maxclients(error: &RedisError) -> Option<&NodeAddr> {
     io_error(error)?
         .get_ref()?
         .downcast_ref::<AtMaxclients>()
-        .map(|refusal| &refusal.0)
+        .map(AtMaxclients::node)
 }
 
 /// Whether an exchange failed because the node had closed the connection
 /// (EOF, reset, broken pipe) rather than by a timeout or a bad reply.
 pub fn closed_by_peer(error: &RedisError) -> bool {
-    io_error(error).is_some_and(|error| {
-        matches!(
-            error.kind(),
-            io::ErrorKind::UnexpectedEof
-                | io::ErrorKind::ConnectionReset
-                | io::ErrorKind::ConnectionAborted
-                | io::ErrorKind::BrokenPipe
-        )
-    })
+    io_error(error).is_some_and(closed)
+}
+
+fn closed(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::UnexpectedEof
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::BrokenPipe
+    )
 }
 
 /// The I/O error behind `error`, if it is one.
