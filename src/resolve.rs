@@ -5,11 +5,11 @@
 //! Not `getaddrinfo`: it takes no timeout (a name server answering in 5 s
 //! held a 2 s budget for 5 s), and a thread given up on inside it would hand
 //! a `pcntl_fork()` child the resolver's locks, held by a thread the child
-//! does not have. This runs on the caller's thread, holds no lock, and its
+//! does not have. This runs on the caller's thread, waits for no lock, and its
 //! sockets close before it returns.
 //!
 //! - Order: `/etc/hosts` (`localhost` is the loopback addresses when not
-//!   listed there), this thread's cache, then DNS. Both files are read at
+//!   listed there), the process's cache, then DNS. Both files are read at
 //!   each lookup: containers rewrite them.
 //! - DNS: the names resolv.conf's `search` (or `domain`) and `ndots` make of
 //!   the host, in glibc's order; for each, A and AAAA at once, from two
@@ -31,7 +31,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV6, ToSocketAddrs, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::sync::{Mutex, TryLockError};
 use std::time::{Duration, Instant};
@@ -105,11 +105,10 @@ impl ResolvConf {
             let mut words = line.split_whitespace();
             match words.next() {
                 Some("nameserver") => {
-                    // A scoped IPv6 address (`fe80::1%eth0`) does not parse: skipped.
-                    if let Some(ip) = words.next().and_then(|word| word.parse::<IpAddr>().ok())
+                    if let Some(server) = words.next().and_then(nameserver_address)
                         && conf.nameservers.len() < MAX_NAMESERVERS
                     {
-                        conf.nameservers.push(SocketAddr::new(ip, 53));
+                        conf.nameservers.push(server);
                     }
                 }
                 // The last of `search` and `domain` wins.
@@ -150,6 +149,33 @@ impl ResolvConf {
             _ => {}
         }
     }
+}
+
+/// A `nameserver` line's address, port 53. A scoped IPv6 one (`fe80::1%eth0`,
+/// as NetworkManager writes from a router's advertisement) is used as glibc
+/// does: the scope is an interface's name or number, and a scope that is
+/// neither is ignored, never the server (skipped, a host whose only server is
+/// link-local would ask 127.0.0.1 and resolve nothing).
+fn nameserver_address(word: &str) -> Option<SocketAddr> {
+    let Some((address, scope)) = word.split_once('%') else {
+        return word
+            .parse::<IpAddr>()
+            .ok()
+            .map(|ip| SocketAddr::new(ip, 53));
+    };
+    let ip: Ipv6Addr = address.parse().ok()?;
+    let scope_id = interface_index(scope).or_else(|| scope.parse().ok());
+    Some(SocketAddrV6::new(ip, 53, 0, scope_id.unwrap_or(0)).into())
+}
+
+fn interface_index(name: &str) -> Option<u32> {
+    unsafe extern "C" {
+        fn if_nametoindex(name: *const std::ffi::c_char) -> std::ffi::c_uint;
+    }
+    let name = std::ffi::CString::new(name).ok()?;
+    // SAFETY: `name` is a NUL-terminated string that outlives the call.
+    let index = unsafe { if_nametoindex(name.as_ptr()) };
+    (index != 0).then_some(index)
 }
 
 /// A name's addresses from DNS, and how long they may be kept.
@@ -754,8 +780,8 @@ mod tests {
     #[test]
     fn resolv_conf_is_read_as_glibc_reads_it() {
         let conf = ResolvConf::parse(
-            "# comment\n; comment\nnameserver 10.0.0.1\nnameserver fe80::1%eth0\n\
-             nameserver ::1\nnameserver bad\nnameserver 10.0.0.2\nnameserver 10.0.0.3\n\
+            "# comment\n; comment\nnameserver 10.0.0.1\nnameserver bad\n\
+             nameserver fe80::1%nosuch0\nnameserver ::1\nnameserver 10.0.0.2\nnameserver 10.0.0.3\n\
              search a.test b.test\ndomain c.test\n\
              options ndots:20 timeout:0 rotate attempts:9\n",
         );
@@ -764,8 +790,8 @@ mod tests {
             ResolvConf {
                 nameservers: vec![
                     "10.0.0.1:53".parse().unwrap(),
+                    "[fe80::1]:53".parse().unwrap(),
                     "[::1]:53".parse().unwrap(),
-                    "10.0.0.2:53".parse().unwrap(),
                 ],
                 search: vec!["c.test".into()],
                 ndots: 15,
@@ -781,8 +807,36 @@ mod tests {
         );
         assert_eq!(ResolvConf::parse(""), ResolvConf::default());
         assert_eq!(
-            ResolvConf::parse("nameserver fe80::1%eth0\n").nameservers,
+            ResolvConf::parse("nameserver bogus\n").nameservers,
             ["127.0.0.1:53".parse::<SocketAddr>().unwrap()]
+        );
+    }
+
+    #[test]
+    fn a_scoped_ipv6_name_server_is_used_as_glibc_does() {
+        let servers = |line: &str| ResolvConf::parse(line).nameservers;
+        // Skipped, the host's only name server became 127.0.0.1.
+        assert_eq!(
+            servers("nameserver fe80::1%lo\n"),
+            [SocketAddr::from(SocketAddrV6::new(
+                "fe80::1".parse().unwrap(),
+                53,
+                0,
+                interface_index("lo").unwrap()
+            ))]
+        );
+        assert_eq!(
+            servers("nameserver fe80::1%7\n"),
+            ["[fe80::1%7]:53".parse().unwrap()]
+        );
+        // An unknown interface: the scope ignored, not the server.
+        assert_eq!(
+            servers("nameserver fe80::1%nosuch0\n"),
+            ["[fe80::1]:53".parse().unwrap()]
+        );
+        assert_eq!(
+            servers("nameserver 10.0.0.1%lo\n"),
+            ["127.0.0.1:53".parse().unwrap()]
         );
     }
 
