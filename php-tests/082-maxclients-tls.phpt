@@ -78,7 +78,7 @@ echo 'filled: ', json_encode(count($held) >= 1 && count($held) < 50), "\n";
 $command($admin, 'CONFIG', 'RESETSTAT');
 echo rcs_php($request, rcs_locking(['session.save_path' => $save_path]));
 preg_match('/^rejected_connections:(\d+)/m', $command($admin, 'INFO', 'stats'), $m);
-echo 'a few connects, retried: ', json_encode($m[1] >= 2 && $m[1] <= 12), " ($m[1])\n";
+echo 'a few connects, retried: ', json_encode($m[1] >= 2 && $m[1] <= 16), " ($m[1])\n";
 
 $held = [];
 $command($admin, 'CONFIG', 'SET', 'maxclients', '10000');
@@ -87,7 +87,7 @@ echo rcs_php("session_id('tlsfull'); var_dump(session_start()); echo \$_SESSION[
 --EXPECTF--
 bool(true)
 filled: true
-warning: session_start(): Error communicating with the Redis Cluster: 127.0.0.1:%d closed the connection in the TLS handshake, as a node does at max number of clients (raise maxclients on the node, or hold fewer connections to it)
+warning: session_start(): Error communicating with the Redis Cluster: 127.0.0.1:%d closed the connection in the TLS handshake, as a node does at max number of clients (or a proxy whose node is down) (raise maxclients on the node, or hold fewer connections to it)
 warning: session_start(): Failed to read session data: rediscluster
 bool(false)
 waited most of the 1.5 s budget: true

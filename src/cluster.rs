@@ -336,8 +336,18 @@ impl Cluster {
                 // The map is checked once (another node's, or a sibling's
                 // shared one): an operator may have failed the full primary
                 // over, and the new one serves the slot. On failure it stays.
+                // A close in the TLS handshake may also be a proxy whose node
+                // is down: the map is checked at each try, and tried at once
+                // if the slot has a new primary.
                 Err(failure) if link::refused_at_maxclients(&failure.error).is_some() => {
-                    if !std::mem::replace(&mut map_checked_at_full_node, true)
+                    if link::closed_in_tls_handshake(&failure.error) {
+                        let owner = self.owner_addr(request.slot);
+                        if self.refresh_map(request.deadline).is_ok()
+                            && self.owner_addr(request.slot) != owner
+                        {
+                            continue;
+                        }
+                    } else if !std::mem::replace(&mut map_checked_at_full_node, true)
                         && self.refresh_map(request.deadline).is_ok()
                     {
                         continue;
@@ -637,6 +647,12 @@ impl Cluster {
     /// we are connected to, else from the seeds in turn, each asked within
     /// what is left of `deadline`; the first good answer ends it. A seed
     /// connection is kept only if the seed is a primary.
+    /// The address of `slot`'s primary in the map, if it has one.
+    fn owner_addr(&self, slot: u16) -> Option<NodeAddr> {
+        let owner = self.slots[usize::from(slot)];
+        (owner != NO_OWNER).then(|| self.nodes[usize::from(owner)].addr.clone())
+    }
+
     fn refresh_map(&mut self, deadline: Instant) -> Result<(), Failure> {
         // A worker whose map failed it takes only one fetched since: one
         // fetched before a failover's end may name the primary that failed.

@@ -570,7 +570,7 @@ impl std::fmt::Display for AtMaxclients {
         let how = match self {
             AtMaxclients::Said(_) => "refused the connection: max number of clients reached",
             AtMaxclients::InTlsHandshake(_) => {
-                "closed the connection in the TLS handshake, as a node does at max number of clients"
+                "closed the connection in the TLS handshake, as a node does at max number of clients (or a proxy whose node is down)"
             }
         };
         write!(
@@ -582,6 +582,15 @@ impl std::fmt::Display for AtMaxclients {
 }
 
 impl std::error::Error for AtMaxclients {}
+
+/// Whether `error` is a close in the TLS handshake: a node at `maxclients`,
+/// or a proxy whose node is down (a failover may be under way).
+pub fn closed_in_tls_handshake(error: &RedisError) -> bool {
+    io_error(error)
+        .and_then(io::Error::get_ref)
+        .and_then(|error| error.downcast_ref::<AtMaxclients>())
+        .is_some_and(|refusal| matches!(refusal, AtMaxclients::InTlsHandshake(_)))
+}
 
 /// The node that refused the connection because it had `maxclients`
 /// clients already, if that is what `error` is.
