@@ -1810,6 +1810,47 @@ mod cluster_tests {
         clean(&mut store, &keys);
     }
 
+    /// What the primary of `key` runs while `during` runs, scripts' calls
+    /// included, as MONITOR prints it: the lines that name `key`.
+    fn calls_on(key: &[u8], during: impl FnOnce()) -> Vec<String> {
+        let mut monitor = node(&owners(key).0);
+        let _: () = cmd("MONITOR").query(&mut monitor).unwrap();
+        during();
+        monitor
+            .set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let name = String::from_utf8_lossy(key).into_owned();
+        std::iter::from_fn(|| match monitor.recv_response() {
+            Ok(redis::Value::SimpleString(line)) => Some(line),
+            _ => None,
+        })
+        .filter(|line| line.contains(&name))
+        .collect()
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_save_after_a_plain_take_reads_of_the_log_only_what_it_keeps() {
+        let mut store = store();
+        let keys = keys("log-read");
+        for n in 0..9 {
+            let mut acquisition = another_process(&keys, Duration::from_secs(10));
+            assert!(acquisition.lock_and_read(&mut store).unwrap().is_some());
+            let held = acquisition.into_held();
+            let calls = calls_on(keys.done(), || {
+                assert!(write(&mut store, &held, format!("v{n}").as_bytes()));
+            });
+            // No fence to compare (a plain take's), and the 7 entries kept
+            // by range: the whole log, up to 8 secrets, never goes to Lua.
+            assert!(
+                calls.iter().all(|call| !call.contains("\"GET\"")),
+                "{calls:?}"
+            );
+            assert!(calls.iter().any(|call| call.contains("\"GETRANGE\"")));
+        }
+        clean(&mut store, &keys);
+    }
+
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
     fn a_short_waiter_never_shortens_the_queue_of_a_long_one() {

@@ -108,7 +108,7 @@ macro_rules! hand_over_lua {
         concat!(
             r"local handed = false
 while true do
-  local head = redis.call('ZRANGE', queue, 0, 0)[1]
+  local head = redis.call('ZRANGE', queue, '0', '0')[1]
   if not head then break end
   redis.call('ZREM', queue, head)
   local time = redis.call('TIME')
@@ -154,17 +154,21 @@ local done, life, secret = KEYS[6], KEYS[7], ARGV[1]
 /// holder's fence as a whole, and a repeat after a lost reply finds its own
 /// secret in it even when up to 7 later holders saved since. One key, not
 /// one per save: a key per save would fill a hot session's slot with keys a
-/// key-by-key migration then has to move one by one. With a lease
-/// (`retake_ms` given) it keeps a longer TTL: another holder's take
-/// stretched the log to that holder's `lock_expire`, and a shorter one here
-/// would let the log vanish under that holder's re-take (see [`retake_lua`]).
+/// key-by-key migration then has to move one by one. The 7 kept are the
+/// log's first 230 bytes, 7 secrets of 32 hex digits and their spaces,
+/// read by GETRANGE: splitting the whole log in Lua cost the primary a
+/// fifth of a locked request (Lua hashes every string it makes, byte by
+/// byte). Only the oldest entry can be longer (`~<secret>.<time>`, which a
+/// log starts with at most, see [`stretch_done_lua`]): it is then cut short,
+/// which names nobody. With a lease (`retake_ms` given) it keeps a longer
+/// TTL: another holder's take stretched the log to that holder's
+/// `lock_expire`, and a shorter one here would let the log vanish under
+/// that holder's re-take (see [`retake_lua`]). Numbers go to `redis.call`
+/// as strings: Redis formats a Lua number with `snprintf`.
 macro_rules! log_save_lua {
     () => {
-        r"local log, logged = secret, 1
-for saver in string.gmatch(redis.call('GET', done) or '', '%S+') do
-  if logged == 8 then break end
-  log, logged = log .. ' ' .. saver, logged + 1
-end
+        r"local log = redis.call('GETRANGE', done, '0', '229')
+log = log == '' and secret or secret .. ' ' .. log
 if retake_ms and redis.call('PTTL', done) > tonumber(done_ms) then
   redis.call('SET', done, log, 'KEEPTTL')
 else
@@ -363,8 +367,12 @@ if owner ~= secret then
     retake_lua!(),
     r" then return 0 end
 end
-local savers = redis.call('GET', done) or ''
-local stale = fence ~= '?' and savers ~= fence and savers ~= '~' .. secret
+-- An unknown fence (a plain take's) compares nothing, so reads no log.
+local stale = false
+if fence ~= '?' then
+  local savers = redis.call('GET', done) or ''
+  stale = savers ~= fence and savers ~= '~' .. secret
+end
 local applied_life = false
 if not stale then
 ",
