@@ -1902,6 +1902,29 @@ mod cluster_tests {
 
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_release_with_nobody_waiting_clears_the_marks_of_dead_holders() {
+        let mut store = store();
+        let keys = keys("dead-mark");
+        let holder = lock(&mut store, &keys, Duration::from_secs(30));
+        let waiter = queue(&mut store, &keys, Duration::from_secs(30));
+        assert!(write(&mut store, &holder, b"handed"));
+        assert_eq!(
+            owner(&store, &keys).as_deref(),
+            Some(waiter.held.secret.as_bytes())
+        );
+        // The waiter dies before it pops its hand-over: its lock expires and
+        // its handed mark stays, which now tells nobody anything.
+        store.delete(&[&keys.lock[..]]).unwrap();
+        let next = lock(&mut store, &keys, Duration::from_secs(30));
+        assert!(write(&mut store, &next, b"after"));
+        assert_eq!(owner(&store, &keys), None);
+        let waiters = keys.waiters();
+        assert_eq!(int(&store, waiters, cmd("EXISTS").arg(waiters)), 0);
+        clean(&mut store, &keys);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
     fn a_repeated_destroy_leaves_the_next_holders_data() {
         let mut store = store();
         let keys = keys("destroy");

@@ -101,7 +101,11 @@ end
 /// the new holder's fence, lives at least as long as its lock. (The previous release
 /// pushed "H<ms>:<secret>:" without `done`.) The waiter's "handed" mark lives as long as the lock it got, so
 /// that a waiter behind can tell a dead hand-over for the whole of that
-/// time. With nobody waiting it deletes the lock. Inline, not a
+/// time. With nobody waiting it deletes the lock, and the waiters' terms
+/// with it in one call: the queue is empty, so all they can hold is the
+/// releaser's handed mark and marks of holders that died, whose locks are
+/// gone (a mark tells of a dead hand-over only while the lock holds its
+/// secret). Inline, not a
 /// function: a Lua closure made on every call costs server time.
 macro_rules! hand_over_lua {
     () => {
@@ -131,8 +135,11 @@ while true do
   end
   redis.call('HDEL', waiters, head)
 end
-if not handed then redis.call('DEL', lock) end
-redis.call('HDEL', waiters, secret)
+if handed then
+  redis.call('HDEL', waiters, secret)
+else
+  redis.call('DEL', lock, waiters)
+end
 "
         )
     };
