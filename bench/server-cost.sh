@@ -22,7 +22,8 @@
 # redis-server (Debian's is stripped: Lua's own functions show as addresses;
 # one built from the same source with symbols names them), N (200), WARM (20), TOP (25
 # functions listed), MODES ("locked unlocked"; locked is
-# redis.session.locking_enabled=1 with the default lease), RCS_COST_DIR=DIR
+# redis.session.locking_enabled=1 with the default lease, locked-no-lease
+# the same with lock_lease_ms=0), RCS_COST_DIR=DIR
 # keeps the dumps there (default: a temporary directory, removed). Ctrl-C
 # stops the server and the PHP process.
 set -euo pipefail
@@ -70,9 +71,12 @@ cli cluster info | grep -q '^cluster_state:ok' || die "the cluster state is not 
 
 # The INI of a mode: the extension, the one seed, and the lock or none.
 mode_ini() {
-    local locking=0
-    [ "$1" = locked ] && locking=1
-    printf '%s\n' -n -d "extension=$EXT_SO" -d session.save_handler=rediscluster \
+    local locking=1 lease=()
+    case "$1" in
+        unlocked) locking=0 ;;
+        locked-no-lease) lease=(-d rediscluster_session.lock_lease_ms=0) ;;
+    esac
+    printf '%s\n' -n -d "extension=$EXT_SO" -d session.save_handler=rediscluster "${lease[@]}" \
         -d "session.save_path=\"seed[]=127.0.0.1:$PORT\"" \
         -d "redis.session.locking_enabled=$locking" -d session.use_strict_mode=0 \
         -d session.use_cookies=0 -d session.use_only_cookies=0 -d session.cache_limiter= \
@@ -83,7 +87,8 @@ mode_ini() {
 measure() {
     local mode=$1 ini job line before
     mapfile -t ini < <(mode_ini "$mode")
-    job="{\"sid\":\"servercost$mode$$\",\"kind\":\"changed\",\"n\":$N,\"warm\":$WARM,\"gate\":true}"
+    # One id length for every mode: the server hashes the keys' bytes.
+    job="{\"sid\":\"servercost-$(printf %s "$mode" | md5sum | cut -c1-8)\",\"kind\":\"changed\",\"n\":$N,\"warm\":$WARM,\"gate\":true}"
     coproc WORKER { exec php "${ini[@]}" bench/worker.php cycles "$job" 2>&1; }
     worker_pid=$WORKER_PID
     read -r line <&"${WORKER[0]}"
@@ -112,7 +117,7 @@ per_request() { awk -v n="$N" '/^(summary|totals):/ { printf "%.0f\n", $2 / n; e
 for mode in $MODES; do measure "$mode"; done
 
 printf '\nprimary instructions per warm request (%s requests after %s warm-up):\n' "$N" "$WARM"
-for mode in $MODES; do printf '  %-9s %s\n' "$mode" "$(per_request "$dir/$mode.out")"; done
+for mode in $MODES; do printf '  %-16s %s\n' "$mode" "$(per_request "$dir/$mode.out")"; done
 
 # Per-function costs of a dump, per request: the TOP highest self costs, or
 # with a regex the inclusive costs of the functions it matches.
