@@ -1853,6 +1853,42 @@ mod cluster_tests {
 
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_leased_save_keeps_the_longer_ttl_of_the_log_without_reading_it() {
+        let mut store = store();
+        let keys = keys("log-ttl");
+        let settings = LockSettings {
+            lease: Some(Duration::from_secs(2)),
+            ..lock_settings(Duration::from_secs(10))
+        };
+        for stretched in [false, true] {
+            let mut acquisition =
+                Acquisition::new(keys.clone(), &settings, None, Instant::now()).unwrap();
+            acquisition.held.secret = random_hex::<16>().unwrap();
+            assert!(acquisition.lock_and_read(&mut store).unwrap().is_some());
+            let held = acquisition.into_held();
+            if stretched {
+                // As a waiter whose lock_expire is longer stretches it when it queues.
+                let done = keys.done();
+                assert_eq!(int(&store, done, cmd("PEXPIRE").arg(done).arg(100_000)), 1);
+            }
+            let calls = calls_on(keys.done(), || assert!(write(&mut store, &held, b"v")));
+            assert!(
+                calls.iter().all(|call| !call.contains("\"PTTL\"")),
+                "{calls:?}"
+            );
+            let ttl = int(&store, keys.done(), cmd("PTTL").arg(keys.done()));
+            let expected = if stretched {
+                90_000..=100_000
+            } else {
+                9_000..=10_000
+            };
+            assert!(expected.contains(&ttl), "stretched {stretched}: {ttl}");
+        }
+        clean(&mut store, &keys);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
     fn a_short_waiter_never_shortens_the_queue_of_a_long_one() {
         let mut store = store();
         let keys = keys("expiry");

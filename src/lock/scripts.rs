@@ -170,16 +170,20 @@ local done, life, secret = KEYS[6], KEYS[7], ARGV[1]
 /// which names nobody. With a lease (`retake_ms` given) it keeps a longer
 /// TTL: another holder's take stretched the log to that holder's
 /// `lock_expire`, and a shorter one here would let the log vanish under
-/// that holder's re-take (see [`retake_lua`]). Numbers go to `redis.call`
+/// that holder's re-take (see [`retake_lua`]): KEEPTTL, then PEXPIRE GT,
+/// which cost the primary 4k instructions less than reading the TTL first
+/// (PTTL, and `tonumber` of `done_ms`). Numbers go to `redis.call`
 /// as strings: Redis formats a Lua number with `snprintf`.
 macro_rules! log_save_lua {
     () => {
-        r"local log = redis.call('GETRANGE', done, '0', '229')
-log = log == '' and secret or secret .. ' ' .. log
-if retake_ms and redis.call('PTTL', done) > tonumber(done_ms) then
-  redis.call('SET', done, log, 'KEEPTTL')
+        r"local kept = redis.call('GETRANGE', done, '0', '229')
+if kept == '' then
+  redis.call('SET', done, secret, 'PX', done_ms)
+elseif retake_ms then
+  redis.call('SET', done, secret .. ' ' .. kept, 'KEEPTTL')
+  redis.call('PEXPIRE', done, done_ms, 'GT')
 else
-  redis.call('SET', done, log, 'PX', done_ms)
+  redis.call('SET', done, secret .. ' ' .. kept, 'PX', done_ms)
 end
 "
     };
