@@ -15,13 +15,14 @@
 # redis.call included), and the server functions that cost most, per
 # request: self cost, then inclusive cost of the Lua and command layers.
 #
-#   bench/server-cost.sh [PORT]       PORT: the server's (default 9800)
+#   bench/server-cost.sh [PORT]       PORT: the server's (default
+#                                     $RCS_COST_PORT, else 9800)
 #
 # Environment: RCS_EXT_SO the extension (default this checkout's release
 # build, under $CARGO_TARGET_DIR if set), RCS_COST_SERVER another
 # redis-server (Debian's is stripped: Lua's own functions show as addresses;
-# one built from the same source with symbols names them), N (200), WARM (20), TOP (25
-# functions listed), MODES ("locked unlocked"; locked is
+# one built from the same source with symbols names them), N (200), WARM
+# (20), TOP (25 functions listed), MODES ("locked unlocked"; locked is
 # redis.session.locking_enabled=1 with the default lease, locked-no-lease
 # the same with lock_lease_ms=0), RCS_COST_DIR=DIR
 # keeps the dumps there (default: a temporary directory, removed). Ctrl-C
@@ -85,7 +86,7 @@ mode_ini() {
 
 # Runs one mode; leaves its dump in $dir/$mode.out and its commandstats in $dir/$mode.stats.
 measure() {
-    local mode=$1 ini job line before
+    local mode=$1 ini job line
     mapfile -t ini < <(mode_ini "$mode")
     # One id length for every mode: the server hashes the keys' bytes.
     job="{\"sid\":\"servercost-$(printf %s "$mode" | md5sum | cut -c1-8)\",\"kind\":\"changed\",\"n\":$N,\"warm\":$WARM,\"gate\":true}"
@@ -93,22 +94,23 @@ measure() {
     worker_pid=$WORKER_PID
     read -r line <&"${WORKER[0]}"
     [ "$line" = warm ] || die "$mode: the worker said '$line'"
-    callgrind_control -z "$server_pid" >/dev/null 2>&1
     cli config resetstat >/dev/null
+    callgrind_control -z "$server_pid" >/dev/null 2>&1
     echo go >&"${WORKER[1]}"
     read -r line <&"${WORKER[0]}"
     wait "$worker_pid" || die "$mode: the worker failed: $line"
     worker_pid=
     case "$line" in *'"failures":0'*) ;; *) die "$mode: $line" ;; esac
-    cli info commandstats >"$dir/$mode.stats"
     rm -f "$dir"/callgrind.out.*
     callgrind_control --dump="$mode" "$server_pid" >/dev/null 2>&1
+    # Complete once its last line, the totals, is written.
     for _ in $(seq 100); do
-        compgen -G "$dir/callgrind.out.*" >/dev/null && break
+        grep -qs '^totals:' "$dir"/callgrind.out.* && break
         sleep 0.1
     done
-    sleep 0.5 # callgrind writes the dump after creating it
     mv "$dir"/callgrind.out.* "$dir/$mode.out"
+    # After the dump: INFO's own cost stays out of it.
+    cli info commandstats >"$dir/$mode.stats"
 }
 
 # Instructions per request in a dump.
