@@ -59,6 +59,11 @@ switch ($mode) {
     case 'cycles':
         // A warm worker: connection and slot map are in place before measuring.
         for ($i = 0; $i < $job['warm']; $i++) cycle($sid, $job['kind']);
+        if ($job['gate'] ?? false) {
+            // bench/server-cost.sh zeroes the server's counters between these lines.
+            echo "warm\n";
+            fgets(STDIN);
+        }
         $nodes = $job['nodes'] ?? [];
         $before = counters($nodes);
         $calibration = counters($nodes);

@@ -1810,6 +1810,83 @@ mod cluster_tests {
         clean(&mut store, &keys);
     }
 
+    /// What the primary of `key` runs while `during` runs, scripts' calls
+    /// included, as MONITOR prints it: the lines that name `key`.
+    fn calls_on(key: &[u8], during: impl FnOnce()) -> Vec<String> {
+        let mut monitor = node(&owners(key).0);
+        let _: () = cmd("MONITOR").query(&mut monitor).unwrap();
+        during();
+        monitor
+            .set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let name = String::from_utf8_lossy(key).into_owned();
+        std::iter::from_fn(|| match monitor.recv_response() {
+            Ok(redis::Value::SimpleString(line)) => Some(line),
+            _ => None,
+        })
+        .filter(|line| line.contains(&name))
+        .collect()
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_save_after_a_plain_take_reads_of_the_log_only_what_it_keeps() {
+        let mut store = store();
+        let keys = keys("log-read");
+        for n in 0..9 {
+            let mut acquisition = another_process(&keys, Duration::from_secs(10));
+            assert!(acquisition.lock_and_read(&mut store).unwrap().is_some());
+            let held = acquisition.into_held();
+            let calls = calls_on(keys.done(), || {
+                assert!(write(&mut store, &held, format!("v{n}").as_bytes()));
+            });
+            // No fence to compare (a plain take's), and the 7 entries kept
+            // by range: the whole log, up to 8 secrets, never goes to Lua.
+            assert!(
+                calls.iter().all(|call| !call.contains("\"GET\"")),
+                "{calls:?}"
+            );
+            assert!(calls.iter().any(|call| call.contains("\"GETRANGE\"")));
+        }
+        clean(&mut store, &keys);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_leased_save_keeps_the_longer_ttl_of_the_log_without_reading_it() {
+        let mut store = store();
+        let keys = keys("log-ttl");
+        let settings = LockSettings {
+            lease: Some(Duration::from_secs(2)),
+            ..lock_settings(Duration::from_secs(10))
+        };
+        for stretched in [false, true] {
+            let mut acquisition =
+                Acquisition::new(keys.clone(), &settings, None, Instant::now()).unwrap();
+            acquisition.held.secret = random_hex::<16>().unwrap();
+            assert!(acquisition.lock_and_read(&mut store).unwrap().is_some());
+            let held = acquisition.into_held();
+            if stretched {
+                // As a waiter whose lock_expire is longer stretches it when it queues.
+                let done = keys.done();
+                assert_eq!(int(&store, done, cmd("PEXPIRE").arg(done).arg(100_000)), 1);
+            }
+            let calls = calls_on(keys.done(), || assert!(write(&mut store, &held, b"v")));
+            assert!(
+                calls.iter().all(|call| !call.contains("\"PTTL\"")),
+                "{calls:?}"
+            );
+            let ttl = int(&store, keys.done(), cmd("PTTL").arg(keys.done()));
+            let expected = if stretched {
+                90_000..=100_000
+            } else {
+                9_000..=10_000
+            };
+            assert!(expected.contains(&ttl), "stretched {stretched}: {ttl}");
+        }
+        clean(&mut store, &keys);
+    }
+
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
     fn a_short_waiter_never_shortens_the_queue_of_a_long_one() {
@@ -1856,6 +1933,29 @@ mod cluster_tests {
         }
         release(&mut store, &holder).unwrap();
         assert_eq!(owner(&store, &keys), None);
+        clean(&mut store, &keys);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_release_with_nobody_waiting_clears_the_marks_of_dead_holders() {
+        let mut store = store();
+        let keys = keys("dead-mark");
+        let holder = lock(&mut store, &keys, Duration::from_secs(30));
+        let waiter = queue(&mut store, &keys, Duration::from_secs(30));
+        assert!(write(&mut store, &holder, b"handed"));
+        assert_eq!(
+            owner(&store, &keys).as_deref(),
+            Some(waiter.held.secret.as_bytes())
+        );
+        // The waiter dies before it pops its hand-over: its lock expires and
+        // its handed mark stays, which now tells nobody anything.
+        store.delete(&[&keys.lock[..]]).unwrap();
+        let next = lock(&mut store, &keys, Duration::from_secs(30));
+        assert!(write(&mut store, &next, b"after"));
+        assert_eq!(owner(&store, &keys), None);
+        let waiters = keys.waiters();
+        assert_eq!(int(&store, waiters, cmd("EXISTS").arg(waiters)), 0);
         clean(&mut store, &keys);
     }
 

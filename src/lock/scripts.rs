@@ -101,14 +101,18 @@ end
 /// the new holder's fence, lives at least as long as its lock. (The previous release
 /// pushed "H<ms>:<secret>:" without `done`.) The waiter's "handed" mark lives as long as the lock it got, so
 /// that a waiter behind can tell a dead hand-over for the whole of that
-/// time. With nobody waiting it deletes the lock. Inline, not a
+/// time. With nobody waiting it deletes the lock, and the waiters' terms
+/// with it in one call: the queue is empty, so all they can hold is the
+/// releaser's handed mark and marks of holders that died, whose locks are
+/// gone (a mark tells of a dead hand-over only while the lock holds its
+/// secret). Inline, not a
 /// function: a Lua closure made on every call costs server time.
 macro_rules! hand_over_lua {
     () => {
         concat!(
             r"local handed = false
 while true do
-  local head = redis.call('ZRANGE', queue, 0, 0)[1]
+  local head = redis.call('ZRANGE', queue, '0', '0')[1]
   if not head then break end
   redis.call('ZREM', queue, head)
   local time = redis.call('TIME')
@@ -131,8 +135,11 @@ while true do
   end
   redis.call('HDEL', waiters, head)
 end
-if not handed then redis.call('DEL', lock) end
-redis.call('HDEL', waiters, secret)
+if handed then
+  redis.call('HDEL', waiters, secret)
+else
+  redis.call('DEL', lock, waiters)
+end
 "
         )
     };
@@ -154,21 +161,29 @@ local done, life, secret = KEYS[6], KEYS[7], ARGV[1]
 /// holder's fence as a whole, and a repeat after a lost reply finds its own
 /// secret in it even when up to 7 later holders saved since. One key, not
 /// one per save: a key per save would fill a hot session's slot with keys a
-/// key-by-key migration then has to move one by one. With a lease
-/// (`retake_ms` given) it keeps a longer TTL: another holder's take
-/// stretched the log to that holder's `lock_expire`, and a shorter one here
-/// would let the log vanish under that holder's re-take (see [`retake_lua`]).
+/// key-by-key migration then has to move one by one. The 7 kept are the
+/// log's first 230 bytes, 7 secrets of 32 hex digits and their spaces,
+/// read by GETRANGE: splitting the whole log in Lua cost the primary a
+/// fifth of a locked request (Lua hashes every string it makes, byte by
+/// byte). Only the oldest entry can be longer (`~<secret>.<time>`, which a
+/// log starts with at most, see [`stretch_done_lua`]): it is then cut short,
+/// which names nobody. With a lease (`retake_ms` given) it keeps a longer
+/// TTL: another holder's take stretched the log to that holder's
+/// `lock_expire`, and a shorter one here would let the log vanish under
+/// that holder's re-take (see [`retake_lua`]): KEEPTTL, then PEXPIRE GT,
+/// which cost the primary 4k instructions less than reading the TTL first
+/// (PTTL, and `tonumber` of `done_ms`). Numbers go to `redis.call`
+/// as strings: Redis formats a Lua number with `snprintf`.
 macro_rules! log_save_lua {
     () => {
-        r"local log, logged = secret, 1
-for saver in string.gmatch(redis.call('GET', done) or '', '%S+') do
-  if logged == 8 then break end
-  log, logged = log .. ' ' .. saver, logged + 1
-end
-if retake_ms and redis.call('PTTL', done) > tonumber(done_ms) then
-  redis.call('SET', done, log, 'KEEPTTL')
+        r"local kept = redis.call('GETRANGE', done, '0', '229')
+if kept == '' then
+  redis.call('SET', done, secret, 'PX', done_ms)
+elseif retake_ms then
+  redis.call('SET', done, secret .. ' ' .. kept, 'KEEPTTL')
+  redis.call('PEXPIRE', done, done_ms, 'GT')
 else
-  redis.call('SET', done, log, 'PX', done_ms)
+  redis.call('SET', done, secret .. ' ' .. kept, 'PX', done_ms)
 end
 "
     };
@@ -363,8 +378,12 @@ if owner ~= secret then
     retake_lua!(),
     r" then return 0 end
 end
-local savers = redis.call('GET', done) or ''
-local stale = fence ~= '?' and savers ~= fence and savers ~= '~' .. secret
+-- An unknown fence (a plain take's) compares nothing, so reads no log.
+local stale = false
+if fence ~= '?' then
+  local savers = redis.call('GET', done) or ''
+  stale = savers ~= fence and savers ~= '~' .. secret
+end
 local applied_life = false
 if not stale then
 ",
