@@ -77,6 +77,12 @@ pub(super) fn text_of(bytes: &[u8]) -> Cow<'_, str> {
 /// This thread's entry of the directive, `None` when it does not exist.
 fn entry(name: &CStr) -> Option<&'static zend_ini_entry> {
     let entry = ENTRIES.with_borrow_mut(|entries| {
+        if let Some(&(known, found)) = entries.known.get(entries.next)
+            && known == name.as_ptr()
+        {
+            entries.next += 1;
+            return found;
+        }
         let (behind, ahead) = entries
             .known
             .split_at(entries.next.min(entries.known.len()));
@@ -129,6 +135,12 @@ impl IniSource for PhpIni {
 
     fn string(&self, name: &CStr) -> Option<String> {
         read_value(name, |text| text_of(text).into_owned())
+    }
+
+    fn read_string(&self, name: &CStr, read: &mut dyn FnMut(Option<&str>)) {
+        if read_value(name, |text| read(Some(&text_of(text)))).is_none() {
+            read(None);
+        }
     }
 
     fn user_long(&self, name: &CStr) -> Option<i64> {
