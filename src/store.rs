@@ -19,7 +19,7 @@ use crate::config::ConnectionConfig;
 use crate::keys::{LockKeys, hash_slot};
 use crate::lifetime::Expiry;
 use crate::link;
-use crate::resp::{Decimal, pack, packed, packed_size};
+use crate::resp::{Decimal, pack, pack_parts, packed, packed_size};
 use crate::script::LuaScript;
 use crate::settings::{ReleaseCommand, ReplicaAck};
 use crate::stats;
@@ -527,11 +527,10 @@ impl ClusterStore {
 /// EVAL/EVALSHA, packed.
 pub(crate) fn script_command(verb: &str, body: &str, keys: &[&[u8]], args: &[&[u8]]) -> Vec<u8> {
     let key_count = Decimal::from(keys.len() as u64);
-    let mut all: Vec<&[u8]> = Vec::with_capacity(3 + keys.len() + args.len());
-    all.extend([verb.as_bytes(), body.as_bytes(), key_count.as_bytes()]);
-    all.extend_from_slice(keys);
-    all.extend_from_slice(args);
-    packed(&all)
+    let mut out = Vec::new();
+    let head: &[&[u8]] = &[verb.as_bytes(), body.as_bytes(), key_count.as_bytes()];
+    pack_parts(&mut out, &[head, keys, args]);
+    out
 }
 
 /// The replica count a `WAIT` answered.
@@ -833,11 +832,12 @@ impl LockStore for ClusterStore {
         if replies.iter().any(is_redirect) {
             return Ok(None);
         }
-        let replies = replies
-            .into_iter()
-            .map(|value| reply(Some(value)))
-            .collect::<Result<Vec<_>>>()?;
-        take.read(replies)
+        // On the stack: a plain take gets at most 3 replies.
+        let mut converted = [Reply::Nil, Reply::Nil, Reply::Nil];
+        for (slot, value) in converted.iter_mut().zip(replies) {
+            *slot = reply(Some(value))?;
+        }
+        take.read(converted.into_iter().take(count))
     }
 
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>> {

@@ -145,7 +145,7 @@ impl HeldLock {
         now: Instant,
         call: impl FnOnce(&LuaScript, &[&[u8]]) -> R,
     ) -> R {
-        let ttl = whole_seconds(ttl).to_string();
+        let ttl = Decimal::from(whole_seconds(ttl));
         let lifetime = match lifetime {
             Change::Keep if self.read_nothing => Change::Drop,
             lifetime => lifetime,
@@ -264,9 +264,18 @@ impl HeldLock {
     /// none, `~<secret>`, the log renewals make.
     fn retake_after(&mut self, log: Option<Vec<u8>>) {
         if let Some(leased) = &mut self.leased {
-            leased.retake_fence = log.map(|log| match log_head(&log) {
-                [] => [b"~", self.secret.as_bytes()].concat(),
-                head => head.to_vec(),
+            // Made in the log's own buffer, of no other use: no allocation
+            // when there was a log.
+            leased.retake_fence = log.map(|mut log| {
+                match log_head(&log).len() {
+                    0 => {
+                        log.clear();
+                        log.push(b'~');
+                        log.extend_from_slice(self.secret.as_bytes());
+                    }
+                    head => log.truncate(head),
+                }
+                log
             });
         }
     }
