@@ -38,8 +38,10 @@ pub struct SessionHandler<S> {
     /// could not get with `lock_failure_readonly`): a write of the same data
     /// changes nothing and is not refused.
     read_only_data: Option<Vec<u8>>,
-    /// The session lock, from the read until it is released.
-    lock: Option<HeldLock>,
+    /// The session lock, from the read until it is released. Boxed, as the
+    /// acquire hands it over: not copied, and the handler, moved at every
+    /// open, stays small.
+    lock: Option<Box<HeldLock>>,
     /// A read `validate_sid` had to make elsewhere, for `read` to serve.
     fallback_read: Option<FallbackRead>,
     /// For the settings read only when needed.
@@ -157,7 +159,7 @@ impl SessionHandler<ClusterStore> {
             *last = Some((save_path.to_owned(), prefix.clone(), config.clone(), path.failover));
             Ok((prefix, config, path.failover))
         })?;
-        let settings = Settings::load(ini, failover);
+        let settings = ini.batch(|ini| Settings::load(ini, failover));
         let mut store = ClusterStore::new(config);
         // validate_sid or create_sid, then read, may fall back.
         store.set_may_fall_back(settings.may_fall_back);
@@ -233,7 +235,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     /// children start from their parent's.
     #[cfg(test)]
     pub(crate) fn with_lock(mut self, lock: HeldLock) -> Self {
-        self.lock = Some(lock);
+        self.lock = Some(Box::new(lock));
         self
     }
 
@@ -368,7 +370,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
                     let left_over = false;
                     request.read(sid, Read::Writable { stored, left_over })
                 });
-                self.lock = Some(*held);
+                self.lock = Some(held);
                 return Ok(data);
             }
             Acquired::Busy(_) if !lock_settings.failure_readonly => {
