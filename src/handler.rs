@@ -269,9 +269,10 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         let key = self.key(sid)?;
         let data = match self.fallback_read.take().filter(|read| read.key == key) {
             Some(read) => self.serve_read_only(sid, read),
-            None => match self.read_from_primary(sid, &key) {
+            None => match self.read_from_primary(sid, key) {
                 Err(err) => {
-                    let read = self.read_elsewhere(key, err)?;
+                    // The key went to the lock's keys: made again, on this rare path.
+                    let read = self.read_elsewhere(self.key(sid)?, err)?;
                     self.serve_read_only(sid, read)
                 }
                 Ok(data) => data,
@@ -332,20 +333,20 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     }
 
     /// The session data from its primary, under the lock when locking is on.
-    fn read_from_primary(&mut self, sid: &[u8], key: &[u8]) -> Result<Option<Vec<u8>>> {
+    fn read_from_primary(&mut self, sid: &[u8], key: Vec<u8>) -> Result<Option<Vec<u8>>> {
         let settings = &self.settings;
         let refresh = settings.early_refresh.then_some(settings.session_ttl);
         // A lock taken over from a re-open for another id is not this one's.
-        if let Some(held) = self.lock.take_if(|held| held.keys.data != *key) {
+        if let Some(held) = self.lock.take_if(|held| held.keys.data != key) {
             lock::release(&mut self.store, &held)?;
         }
         let Some(lock_settings) = settings.lock.as_ref().filter(|_| self.lock.is_none()) else {
-            return self.read_unlocked(sid, key, refresh);
+            return self.read_unlocked(sid, &key, refresh);
         };
         let plain_first = request::with(|request| request.lock_plain_first());
         let (acquired, waited) = lock::acquire_and_read(
             &mut self.store,
-            keys::LockKeys::new(key)?,
+            keys::LockKeys::from_data_key(key)?,
             lock_settings,
             refresh,
             plain_first,

@@ -108,7 +108,12 @@ pub struct LockKeys {
 
 impl LockKeys {
     pub fn new(data_key: &[u8]) -> Result<Self, KeyError> {
-        let lock = lock_key(data_key)?;
+        Self::from_data_key(data_key.to_vec())
+    }
+
+    /// [`Self::new`] keeping `data_key`, not a copy of it.
+    pub fn from_data_key(data_key: Vec<u8>) -> Result<Self, KeyError> {
+        let lock = lock_key(&data_key)?;
         // The lifetime key is derived from the lock key too: no second look for braces.
         let tagged = &lock[..lock.len() - LOCK_SUFFIX.len()];
         let parts: [[&[u8]; 2]; 4] = [
@@ -124,7 +129,7 @@ impl LockKeys {
             derived.len()
         });
         Ok(LockKeys {
-            data: data_key.to_vec(),
+            data: data_key,
             lock,
             derived,
             ends,
