@@ -727,9 +727,13 @@ fn renew_command(renewal: &Renewal, verb: Verb) -> Vec<u8> {
         renewal.ttl,
         renewal.name.fence(),
         renewal.left,
-        |script, keys, args| match verb {
-            Verb::EvalSha => script_command("EVALSHA", script.sha1(), keys, args),
-            Verb::Eval => script_command("EVAL", script.source(), keys, args),
+        |script, keys, args| {
+            let mut packed = Vec::new();
+            match verb {
+                Verb::EvalSha => script_command(&mut packed, "EVALSHA", script.sha1(), keys, args),
+                Verb::Eval => script_command(&mut packed, "EVAL", script.source(), keys, args),
+            }
+            packed
         },
     )
 }
