@@ -38,8 +38,10 @@ pub struct SessionHandler<S> {
     /// could not get with `lock_failure_readonly`): a write of the same data
     /// changes nothing and is not refused.
     read_only_data: Option<Vec<u8>>,
-    /// The session lock, from the read until it is released.
-    lock: Option<HeldLock>,
+    /// The session lock, from the read until it is released. Boxed, as the
+    /// acquire hands it over: not copied, and the handler, moved at every
+    /// open, stays small.
+    lock: Option<Box<HeldLock>>,
     /// A read `validate_sid` had to make elsewhere, for `read` to serve.
     fallback_read: Option<FallbackRead>,
     /// For the settings read only when needed.
@@ -157,7 +159,7 @@ impl SessionHandler<ClusterStore> {
             *last = Some((save_path.to_owned(), prefix.clone(), config.clone(), path.failover));
             Ok((prefix, config, path.failover))
         })?;
-        let settings = Settings::load(ini, failover);
+        let settings = ini.batch(|ini| Settings::load(ini, failover));
         let mut store = ClusterStore::new(config);
         // validate_sid or create_sid, then read, may fall back.
         store.set_may_fall_back(settings.may_fall_back);
@@ -233,7 +235,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     /// children start from their parent's.
     #[cfg(test)]
     pub(crate) fn with_lock(mut self, lock: HeldLock) -> Self {
-        self.lock = Some(lock);
+        self.lock = Some(Box::new(lock));
         self
     }
 
@@ -267,9 +269,10 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         let key = self.key(sid)?;
         let data = match self.fallback_read.take().filter(|read| read.key == key) {
             Some(read) => self.serve_read_only(sid, read),
-            None => match self.read_from_primary(sid, &key) {
+            None => match self.read_from_primary(sid, key) {
                 Err(err) => {
-                    let read = self.read_elsewhere(key, err)?;
+                    // The key went to the lock's keys: made again, on this rare path.
+                    let read = self.read_elsewhere(self.key(sid)?, err)?;
                     self.serve_read_only(sid, read)
                 }
                 Ok(data) => data,
@@ -330,20 +333,20 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     }
 
     /// The session data from its primary, under the lock when locking is on.
-    fn read_from_primary(&mut self, sid: &[u8], key: &[u8]) -> Result<Option<Vec<u8>>> {
+    fn read_from_primary(&mut self, sid: &[u8], key: Vec<u8>) -> Result<Option<Vec<u8>>> {
         let settings = &self.settings;
         let refresh = settings.early_refresh.then_some(settings.session_ttl);
         // A lock taken over from a re-open for another id is not this one's.
-        if let Some(held) = self.lock.take_if(|held| held.keys.data != *key) {
+        if let Some(held) = self.lock.take_if(|held| held.keys.data != key) {
             lock::release(&mut self.store, &held)?;
         }
         let Some(lock_settings) = settings.lock.as_ref().filter(|_| self.lock.is_none()) else {
-            return self.read_unlocked(sid, key, refresh);
+            return self.read_unlocked(sid, &key, refresh);
         };
         let plain_first = request::with(|request| request.lock_plain_first());
         let (acquired, waited) = lock::acquire_and_read(
             &mut self.store,
-            keys::LockKeys::new(key)?,
+            keys::LockKeys::from_data_key(key)?,
             lock_settings,
             refresh,
             plain_first,
@@ -368,7 +371,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
                     let left_over = false;
                     request.read(sid, Read::Writable { stored, left_over })
                 });
-                self.lock = Some(*held);
+                self.lock = Some(held);
                 return Ok(data);
             }
             Acquired::Busy(_) if !lock_settings.failure_readonly => {

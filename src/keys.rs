@@ -1,5 +1,6 @@
 //! Key rules: session ids, the data key, the lock key and Redis Cluster hash slots.
 
+use std::cell::RefCell;
 use std::fmt;
 
 /// Longest session id PHP itself accepts (`php_session_valid_key`).
@@ -107,7 +108,12 @@ pub struct LockKeys {
 
 impl LockKeys {
     pub fn new(data_key: &[u8]) -> Result<Self, KeyError> {
-        let lock = lock_key(data_key)?;
+        Self::from_data_key(data_key.to_vec())
+    }
+
+    /// [`Self::new`] keeping `data_key`, not a copy of it.
+    pub fn from_data_key(data_key: Vec<u8>) -> Result<Self, KeyError> {
+        let lock = lock_key(&data_key)?;
         // The lifetime key is derived from the lock key too: no second look for braces.
         let tagged = &lock[..lock.len() - LOCK_SUFFIX.len()];
         let parts: [[&[u8]; 2]; 4] = [
@@ -123,7 +129,7 @@ impl LockKeys {
             derived.len()
         });
         Ok(LockKeys {
-            data: data_key.to_vec(),
+            data: data_key,
             lock,
             derived,
             ends,
@@ -179,14 +185,41 @@ pub fn done_key(lock: &[u8]) -> Vec<u8> {
 /// The bytes Redis hashes for a key with a hash tag: between the first `{`
 /// and the first `}` after it, if that is non-empty (Redis `keyHashSlot`).
 pub fn hash_tag(key: &[u8]) -> Option<&[u8]> {
-    let open = key.iter().position(|&b| b == b'{')?;
-    let len = key[open + 1..].iter().position(|&b| b == b'}')?;
+    // memchr: every request routes its calls by a key of 40 bytes or so.
+    let open = memchr::memchr(b'{', key)?;
+    let len = memchr::memchr(b'}', &key[open + 1..])?;
     (len > 0).then(|| &key[open + 1..open + 1 + len])
+}
+
+/// The longest hashed bytes [`hash_slot`] remembers: a session's tag is
+/// its prefix and id, far shorter.
+const REMEMBERED_TAG_LEN: usize = 512;
+
+thread_local! {
+    /// The bytes [`hash_slot`] hashed last, and their slot: every call of a
+    /// session routes by its data key or a key tagged with it, the same
+    /// bytes, so the CRC runs once per session rather than once per call.
+    static LAST_HASHED: RefCell<(Vec<u8>, u16)> = const { RefCell::new((Vec::new(), 0)) };
 }
 
 /// The cluster slot of a key: CRC16/XMODEM of its hash tag or of the whole key.
 pub fn hash_slot(key: &[u8]) -> u16 {
     let hashed = hash_tag(key).unwrap_or(key);
+    if hashed.len() > REMEMBERED_TAG_LEN {
+        return crc16_slot(hashed);
+    }
+    // The empty bytes it starts with hash to slot 0, as remembered.
+    LAST_HASHED.with_borrow_mut(|(last, slot)| {
+        if last.as_slice() != hashed {
+            *slot = crc16_slot(hashed);
+            last.clear();
+            last.extend_from_slice(hashed);
+        }
+        *slot
+    })
+}
+
+fn crc16_slot(hashed: &[u8]) -> u16 {
     crc16::State::<crc16::XMODEM>::calculate(hashed) % SLOT_COUNT
 }
 
@@ -309,6 +342,20 @@ mod tests {
         assert_eq!(hash_slot(b"{user1000}.following"), hash_slot(b"user1000"));
         assert_eq!(hash_slot(b"foo{}{bar}"), hash_slot(b"foo{}{bar}"));
         assert_eq!(hash_slot(b"foo{{bar}}zap"), hash_slot(b"{bar"));
+    }
+
+    #[test]
+    fn the_remembered_slot_is_the_last_keys_only() {
+        let long = [b'x'; REMEMBERED_TAG_LEN + 1];
+        let long_slot = crc16_slot(&long);
+        for _ in 0..2 {
+            assert_eq!(hash_slot(b""), 0);
+            assert_eq!(hash_slot(b"foo"), 12182);
+            assert_eq!(hash_slot(b"{foo}_LOCK"), 12182);
+            assert_eq!(hash_slot(b"bar"), 5061);
+            assert_eq!(hash_slot(&long), long_slot);
+            assert_eq!(hash_slot(b"bar"), 5061);
+        }
     }
 }
 

@@ -19,7 +19,7 @@ use crate::config::ConnectionConfig;
 use crate::keys::{LockKeys, hash_slot};
 use crate::lifetime::Expiry;
 use crate::link;
-use crate::resp::{Decimal, pack, packed, packed_size};
+use crate::resp::{Decimal, pack, pack_parts, packed, packed_size};
 use crate::script::LuaScript;
 use crate::settings::{ReleaseCommand, ReplicaAck};
 use crate::stats;
@@ -229,6 +229,26 @@ const BLOCK_LATENESS: Duration = Duration::from_millis(100);
 
 thread_local! {
     static CLUSTERS: RefCell<Vec<Cluster>> = const { RefCell::new(Vec::new()) };
+    /// The buffer the lock's commands are packed into, kept across requests.
+    static PACKED: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// The most of its size [`PACKED`] keeps for the next command: a session's
+/// keys and small data; a large session's buffer is let go of.
+const KEPT_PACKED: usize = 64 * 1024;
+
+/// `send` of the command(s) `pack` packs, in this thread's buffer: a warm
+/// locked request packs two, and allocates for neither.
+fn with_packed<T>(pack: impl FnOnce(&mut Vec<u8>), send: impl FnOnce(&[u8]) -> T) -> T {
+    // Taken, not borrowed: a command packed meanwhile gets a buffer of its own.
+    let mut packed = PACKED.take();
+    packed.clear();
+    pack(&mut packed);
+    let result = send(&packed);
+    if packed.capacity() <= KEPT_PACKED {
+        PACKED.set(packed);
+    }
+    result
 }
 
 pub struct ClusterStore {
@@ -466,15 +486,17 @@ impl ClusterStore {
     ) -> Result<(Reply, Option<u32>)> {
         let routing = keys.first().copied().unwrap_or_default();
         let send = |verb: &str, body: &str| {
-            let mut packed = script_command(verb, body, keys, args);
-            if let Some(ack) = ack {
-                self.append_wait(&mut packed, ack);
-            }
-            self.request(
-                routing,
-                &packed,
-                1 + usize::from(ack.is_some()),
-                Duration::ZERO,
+            with_packed(
+                |packed| {
+                    script_command(packed, verb, body, keys, args);
+                    if let Some(ack) = ack {
+                        self.append_wait(packed, ack);
+                    }
+                },
+                |packed| {
+                    let count = 1 + usize::from(ack.is_some());
+                    self.request(routing, packed, count, Duration::ZERO)
+                },
             )
         };
         let mut replies = send("EVALSHA", script.sha1())?;
@@ -524,14 +546,17 @@ impl ClusterStore {
     }
 }
 
-/// EVAL/EVALSHA, packed.
-pub(crate) fn script_command(verb: &str, body: &str, keys: &[&[u8]], args: &[&[u8]]) -> Vec<u8> {
+/// EVAL/EVALSHA, packed into `out`.
+pub(crate) fn script_command(
+    out: &mut Vec<u8>,
+    verb: &str,
+    body: &str,
+    keys: &[&[u8]],
+    args: &[&[u8]],
+) {
     let key_count = Decimal::from(keys.len() as u64);
-    let mut all: Vec<&[u8]> = Vec::with_capacity(3 + keys.len() + args.len());
-    all.extend([verb.as_bytes(), body.as_bytes(), key_count.as_bytes()]);
-    all.extend_from_slice(keys);
-    all.extend_from_slice(args);
-    packed(&all)
+    let head: &[&[u8]] = &[verb.as_bytes(), body.as_bytes(), key_count.as_bytes()];
+    pack_parts(out, &[head, keys, args]);
 }
 
 /// The replica count a `WAIT` answered.
@@ -821,23 +846,28 @@ impl LockStore for ClusterStore {
     }
 
     fn lock_and_read(&mut self, take: &PlainTake) -> Result<Option<PlainRead>> {
-        let mut size = 0;
-        take.each_command(|command| size += packed_size(command));
-        let mut packed = Vec::with_capacity(size);
-        take.each_command(|command| pack(&mut packed, command));
         let count = take.replies();
-        let replies = self.send(take.lock, &packed, count, Duration::ZERO, false)?;
+        let replies = with_packed(
+            |packed| {
+                let mut size = 0;
+                take.each_command(|command| size += packed_size(command));
+                packed.reserve(size);
+                take.each_command(|command| pack(packed, command));
+            },
+            |packed| self.send(take.lock, packed, count, Duration::ZERO, false),
+        )?;
         if replies.len() != count {
             bail!("missing reply to SET NX and GET");
         }
         if replies.iter().any(is_redirect) {
             return Ok(None);
         }
-        let replies = replies
-            .into_iter()
-            .map(|value| reply(Some(value)))
-            .collect::<Result<Vec<_>>>()?;
-        take.read(replies)
+        // On the stack: a plain take gets at most 3 replies.
+        let mut converted = [Reply::Nil, Reply::Nil, Reply::Nil];
+        for (slot, value) in converted.iter_mut().zip(replies) {
+            *slot = reply(Some(value))?;
+        }
+        take.read(converted.into_iter().take(count))
     }
 
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>> {

@@ -123,11 +123,16 @@ struct LockName {
 }
 
 impl LockName {
-    fn new(lock: &Watched) -> Self {
+    /// The name of `lock`, made in `bytes` (a buffer of an earlier name, or a new one).
+    fn new_in(mut bytes: Vec<u8>, lock: &Watched) -> Self {
         let secret_at = lock.lock_key.len();
         let fence = lock.fence.unwrap_or_default();
+        bytes.clear();
+        for part in [lock.lock_key, lock.secret, fence] {
+            bytes.extend_from_slice(part);
+        }
         LockName {
-            bytes: [lock.lock_key, lock.secret, fence].concat(),
+            bytes,
             secret_at,
             fence_at: lock.fence.map(|_| secret_at + lock.secret.len()),
         }
@@ -180,6 +185,9 @@ struct State {
     connected: bool,
     stopping: bool,
     thread: Option<JoinHandle<()>>,
+    /// The name's buffer of a lock let go of, for the next one registered:
+    /// a worker registers one a request.
+    spare_name: Vec<u8>,
 }
 
 struct Watchdog {
@@ -268,11 +276,12 @@ pub fn watch(config: &Rc<ConnectionConfig>, lock: Watched) -> io::Result<()> {
     }
     let id = state.next_id;
     state.next_id += 1;
+    let name = LockName::new_in(std::mem::take(&mut state.spare_name), &lock);
     state.entries.push(Entry {
         id,
         owner: OWNER.with(|owner| *owner),
         config,
-        name: LockName::new(&lock),
+        name,
         lease,
         taken_at: lock.taken_at,
         lock_expire: lock.lock_expire,
@@ -322,12 +331,15 @@ fn forget(matching: impl Fn(&Entry) -> bool) {
     let Ok(Some(watchdog)) = this_process(false) else {
         return;
     };
-    let mut state = watchdog.state();
-    state.entries.retain(|entry| !matching(entry));
+    let mut guard = watchdog.state();
+    let state = &mut *guard;
+    for gone in state.entries.extract_if(.., |entry| matching(entry)) {
+        state.spare_name = gone.name.bytes;
+    }
     if state.entries.is_empty() {
         // The thread wakes only to close the connections it holds.
         let wake = state.connected.then(Instant::now);
-        watchdog.timer.arm(&mut state, wake);
+        watchdog.timer.arm(state, wake);
     }
 }
 
@@ -727,9 +739,13 @@ fn renew_command(renewal: &Renewal, verb: Verb) -> Vec<u8> {
         renewal.ttl,
         renewal.name.fence(),
         renewal.left,
-        |script, keys, args| match verb {
-            Verb::EvalSha => script_command("EVALSHA", script.sha1(), keys, args),
-            Verb::Eval => script_command("EVAL", script.source(), keys, args),
+        |script, keys, args| {
+            let mut packed = Vec::new();
+            match verb {
+                Verb::EvalSha => script_command(&mut packed, "EVALSHA", script.sha1(), keys, args),
+                Verb::Eval => script_command(&mut packed, "EVAL", script.source(), keys, args),
+            }
+            packed
         },
     )
 }
@@ -843,18 +859,24 @@ mod tests {
 
     #[test]
     fn a_lock_name_keeps_its_key_secret_and_fence_apart() {
+        // Each name is made in the buffer of the one before, as the registry does.
+        let mut earlier = b"{an earlier, longer}_LOCK and its secret".to_vec();
         for fence in [None, Some(&b""[..]), Some(b"~s")] {
-            let name = LockName::new(&Watched {
-                lock_key: b"{s}_LOCK",
-                fence,
-                secret: b"secret",
-                lease: Duration::from_secs(1),
-                taken_at: Instant::now(),
-                lock_expire: Duration::from_secs(30),
-            });
+            let name = LockName::new_in(
+                earlier,
+                &Watched {
+                    lock_key: b"{s}_LOCK",
+                    fence,
+                    secret: b"secret",
+                    lease: Duration::from_secs(1),
+                    taken_at: Instant::now(),
+                    lock_expire: Duration::from_secs(30),
+                },
+            );
             assert_eq!(name.lock_key(), b"{s}_LOCK");
             assert_eq!(name.secret(), b"secret");
             assert_eq!(name.fence(), fence);
+            earlier = name.bytes;
         }
     }
 
@@ -866,14 +888,17 @@ mod tests {
             id: 0,
             owner: 0,
             config: Arc::new(config),
-            name: LockName::new(&Watched {
-                lock_key: b"{s}_LOCK",
-                fence: None,
-                secret: b"secret",
-                lease,
-                taken_at: now,
-                lock_expire: Duration::from_secs(60),
-            }),
+            name: LockName::new_in(
+                Vec::new(),
+                &Watched {
+                    lock_key: b"{s}_LOCK",
+                    fence: None,
+                    secret: b"secret",
+                    lease,
+                    taken_at: now,
+                    lock_expire: Duration::from_secs(60),
+                },
+            ),
             lease,
             taken_at: now,
             lock_expire: Duration::from_secs(30),

@@ -39,12 +39,17 @@ impl Compression {
     /// and `lz4` match as case-insensitive prefixes; anything else is off with
     /// [`INVALID_NOTICE`].
     pub fn from_ini(name: &str, level: i64) -> (Self, Option<&'static str>) {
-        let name = name.trim().to_ascii_lowercase();
-        let algorithm = if name.is_empty() || name == "none" {
+        // Compared without case, and without a lowercase copy: every open reads it.
+        let name = name.trim().as_bytes();
+        let named = |prefix: &str| {
+            name.get(..prefix.len())
+                .is_some_and(|start| start.eq_ignore_ascii_case(prefix.as_bytes()))
+        };
+        let algorithm = if name.is_empty() || name.eq_ignore_ascii_case(b"none") {
             Compression::None
-        } else if name.starts_with("lzf") {
+        } else if named("lzf") {
             Compression::Lzf
-        } else if name.starts_with("zstd") {
+        } else if named("zstd") {
             let max = i64::from(zstd::zstd_safe::max_c_level());
             let level = if level < 1 {
                 ZSTD_DEFAULT_LEVEL
@@ -53,7 +58,7 @@ impl Compression {
                 i32::try_from(level.min(max)).unwrap_or(ZSTD_DEFAULT_LEVEL)
             };
             Compression::Zstd { level }
-        } else if name.starts_with("lz4") {
+        } else if named("lz4") {
             let hc_level = LZ4_HC_LEVELS
                 .contains(&level)
                 .then(|| i32::try_from(level).ok())

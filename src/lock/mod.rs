@@ -72,6 +72,9 @@ const SHORTEST_PIECE: Duration = Duration::from_millis(100);
 pub struct HeldLock {
     pub keys: LockKeys,
     secret: String,
+    /// `<lock>_NEXT_<secret>`: where this holder's hand-over goes, which
+    /// every release declares; made once, with the secret.
+    own_list: Vec<u8>,
     release: ReleaseCommand,
     /// `lock_expire` in ms, as the scripts take it: the lock's TTL without a
     /// lease, and how long a save keeps the log of savers.
@@ -120,13 +123,12 @@ impl HeldLock {
     /// session's keys, and the list named after this holder's secret, where
     /// its hand-over goes.
     fn with_release_keys<R>(&self, call: impl FnOnce(&[&[u8]]) -> R) -> R {
-        let next = self.keys.next(&self.secret);
         call(&[
             &self.keys.data,
             &self.keys.lock,
             self.keys.queue(),
             self.keys.waiters(),
-            &next,
+            &self.own_list,
             self.keys.done(),
             self.keys.lifetime(),
         ])
@@ -145,7 +147,7 @@ impl HeldLock {
         now: Instant,
         call: impl FnOnce(&LuaScript, &[&[u8]]) -> R,
     ) -> R {
-        let ttl = whole_seconds(ttl).to_string();
+        let ttl = Decimal::from(whole_seconds(ttl));
         let lifetime = match lifetime {
             Change::Keep if self.read_nothing => Change::Drop,
             lifetime => lifetime,
@@ -264,9 +266,18 @@ impl HeldLock {
     /// none, `~<secret>`, the log renewals make.
     fn retake_after(&mut self, log: Option<Vec<u8>>) {
         if let Some(leased) = &mut self.leased {
-            leased.retake_fence = log.map(|log| match log_head(&log) {
-                [] => [b"~", self.secret.as_bytes()].concat(),
-                head => head.to_vec(),
+            // Made in the log's own buffer, of no other use: no allocation
+            // when there was a log.
+            leased.retake_fence = log.map(|mut log| {
+                match log_head(&log).len() {
+                    0 => {
+                        log.clear();
+                        log.push(b'~');
+                        log.extend_from_slice(self.secret.as_bytes());
+                    }
+                    head => log.truncate(head),
+                }
+                log
             });
         }
     }
@@ -362,16 +373,23 @@ fn random_hex<const N: usize>() -> Result<String> {
     Ok(hex)
 }
 
+/// The most random bytes a secret takes.
+const MOST_RANDOM_BYTES: usize = 16;
+
 /// [`random_hex`], appended to `hex`.
 fn push_random_hex<const N: usize>(hex: &mut String) -> Result<()> {
     let mut bytes = [0u8; N];
     getrandom::fill(&mut bytes)
         .map_err(|err| anyhow!("no OS randomness for the lock secret: {err}"))?;
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    for byte in bytes {
-        hex.push(char::from(HEX[usize::from(byte >> 4)]));
-        hex.push(char::from(HEX[usize::from(byte & 0xf)]));
+    // Into bytes, then appended at once: a char at a time costs a check each.
+    let mut digits = [0u8; 2 * MOST_RANDOM_BYTES];
+    const { assert!(N <= MOST_RANDOM_BYTES) };
+    for (pair, byte) in digits.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = HEX[usize::from(byte >> 4)];
+        pair[1] = HEX[usize::from(byte & 0xf)];
     }
+    hex.push_str(std::str::from_utf8(&digits[..2 * N]).expect("hex digits are ASCII"));
     Ok(())
 }
 
@@ -433,8 +451,9 @@ pub(crate) struct Acquisition {
     read_if_rejected: bool,
     /// In the queue since an earlier attempt.
     queued: bool,
-    /// The list it blocks on: named after the one ahead of it in line.
-    wait_list: Vec<u8>,
+    /// The list it blocks on, named after the one ahead of it in line, once
+    /// it learnt of one; until then its own (see [`Self::wait_list`]).
+    wait_list: Option<Vec<u8>>,
     /// The owner seen last time, and the list its hand-over went to: a
     /// hand-over still lying there after [`HAND_OVER_TIMEOUT`] was never taken.
     suspect: Option<(String, Vec<u8>)>,
@@ -484,12 +503,13 @@ impl Acquisition {
             })
         });
         Acquisition {
-            wait_list: keys.next(&secret),
+            wait_list: None,
             take_ms: Decimal::from(whole_millis(take_ttl)),
             handed_ms: lock
                 .lease
                 .map(|lease| Decimal::from(whole_millis(handed(lease)))),
             held: HeldLock {
+                own_list: keys.next(&secret),
                 keys,
                 secret,
                 release: lock.release,
@@ -535,7 +555,7 @@ impl Acquisition {
     ) -> R {
         let (suspect, suspect_list) = match &self.suspect {
             Some((owner, list)) => (owner.as_str(), list.as_slice()),
-            None => ("", self.wait_list.as_slice()),
+            None => ("", self.wait_list()),
         };
         let wait_ms = if wait.is_zero() {
             0
@@ -567,7 +587,7 @@ impl Acquisition {
             &keys.lock,
             keys.queue(),
             keys.waiters(),
-            &self.wait_list,
+            self.wait_list(),
             suspect_list,
             keys.done(),
             keys.lifetime(),
@@ -618,7 +638,7 @@ impl Acquisition {
         };
         let (owner, ahead, handed_by) = (secret()?, secret()?, secret()?);
         if let Some(ahead) = ahead {
-            self.wait_list = keys.next(&ahead);
+            self.wait_list = Some(keys.next(&ahead));
         }
         self.suspect = owner
             .zip(handed_by)
@@ -664,14 +684,13 @@ impl Acquisition {
         store: &mut impl LockStore,
         timeout: Duration,
     ) -> Result<Option<Option<Vec<u8>>>> {
-        let pushed = store.pop_wait(&self.wait_list, timeout)?;
+        let pushed = store.pop_wait(self.wait_list(), timeout)?;
         self.popped(pushed)
     }
 
     /// The list a waiter blocks on.
-    #[cfg(test)]
     pub(crate) fn wait_list(&self) -> &[u8] {
-        &self.wait_list
+        self.wait_list.as_deref().unwrap_or(&self.held.own_list)
     }
 
     /// What a wait for a hand-over popped (`None`: nothing in time): the
@@ -1294,7 +1313,7 @@ mod cluster_tests {
         let mut acquisition =
             Acquisition::new(keys.clone(), &lock_settings(ttl), None, Instant::now()).unwrap();
         acquisition.held.secret = random_hex::<16>().unwrap();
-        acquisition.wait_list = keys.next(&acquisition.held.secret);
+        acquisition.held.own_list = keys.next(&acquisition.held.secret);
         acquisition
     }
 

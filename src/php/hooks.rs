@@ -157,7 +157,11 @@ unsafe fn with_handler<T>(
 
 /// Queues the warnings and notices the handler left for PHP.
 fn queue_messages(handler: &mut Handler) {
-    PENDING.with_borrow_mut(|pending| pending.extend(handler.take_messages()));
+    let messages = handler.take_messages();
+    // Usually none: the queue is left alone.
+    if !messages.is_empty() {
+        PENDING.with_borrow_mut(|pending| pending.extend(messages));
+    }
 }
 
 /// # Safety

@@ -74,29 +74,38 @@ pub(super) fn text_of(bytes: &[u8]) -> Cow<'_, str> {
     std::str::from_utf8(bytes).map_or_else(|_| String::from_utf8_lossy(bytes), Cow::Borrowed)
 }
 
-/// This thread's entry of the directive, `None` when it does not exist.
-fn entry(name: &CStr) -> Option<&'static zend_ini_entry> {
-    let entry = ENTRIES.with_borrow_mut(|entries| {
-        let (behind, ahead) = entries
-            .known
-            .split_at(entries.next.min(entries.known.len()));
+impl Entries {
+    /// The directive's entry, NULL when it does not exist.
+    fn find(&mut self, name: &CStr) -> *const zend_ini_entry {
+        if let Some(&(known, found)) = self.known.get(self.next)
+            && known == name.as_ptr()
+        {
+            self.next += 1;
+            return found;
+        }
+        let (behind, ahead) = self.known.split_at(self.next.min(self.known.len()));
         let hit = ahead
             .iter()
             .chain(behind)
             .position(|(known, _)| *known == name.as_ptr());
         if let Some(offset) = hit {
-            let index = (entries.next + offset) % entries.known.len();
-            entries.next = index + 1;
-            return entries.known[index].1;
+            let index = (self.next + offset) % self.known.len();
+            self.next = index + 1;
+            return self.known[index].1;
         }
         let found = find_entry(name);
         // A directive not registered yet may be later (by this extension's MINIT).
         if !found.is_null() {
-            entries.known.push((name.as_ptr(), found));
-            entries.next = entries.known.len();
+            self.known.push((name.as_ptr(), found));
+            self.next = self.known.len();
         }
         found
-    });
+    }
+}
+
+/// This thread's entry of the directive, `None` when it does not exist.
+fn entry(name: &CStr) -> Option<&'static zend_ini_entry> {
+    let entry = ENTRIES.with_borrow_mut(|entries| entries.find(name));
     // SAFETY: a live entry (see ENTRIES), only read on this thread.
     unsafe { entry.as_ref() }
 }
@@ -116,24 +125,85 @@ fn read_entry<T>(entry: &zend_ini_entry, read: impl FnOnce(&[u8]) -> T) -> Optio
     }
 }
 
-/// `read` of the directive's current value, `None` when it does not exist.
-fn read_value<T>(name: &CStr, read: impl FnOnce(&[u8]) -> T) -> Option<T> {
-    read_entry(entry(name)?, read)
+/// `read` of the directive's current value (`entry`), `None` when it has none.
+fn read_value<T>(entry: Option<&zend_ini_entry>, read: impl FnOnce(&[u8]) -> T) -> Option<T> {
+    read_entry(entry?, read)
+}
+
+/// The reads of [`IniSource`], on the directive's entry however it was found.
+mod reads {
+    use super::*;
+
+    pub fn long(entry: Option<&zend_ini_entry>) -> i64 {
+        // As PHP's zend_ini_long, 0 when unset.
+        read_value(entry, ini_long).unwrap_or(0)
+    }
+
+    pub fn string(entry: Option<&zend_ini_entry>) -> Option<String> {
+        read_value(entry, |text| text_of(text).into_owned())
+    }
+
+    pub fn read_string(entry: Option<&zend_ini_entry>, read: &mut dyn FnMut(Option<&str>)) {
+        if read_value(entry, |text| read(Some(&text_of(text)))).is_none() {
+            read(None);
+        }
+    }
+
+    pub fn user_long(name: &CStr, entry: Option<&zend_ini_entry>) -> Option<i64> {
+        let (origin, value) = origin_of(name, entry)?;
+        (origin != Origin::Registered).then_some(value)
+    }
 }
 
 impl IniSource for PhpIni {
     fn long(&self, name: &CStr) -> i64 {
-        // As PHP's zend_ini_long, 0 when unset.
-        read_value(name, ini_long).unwrap_or(0)
+        reads::long(entry(name))
     }
 
     fn string(&self, name: &CStr) -> Option<String> {
-        read_value(name, |text| text_of(text).into_owned())
+        reads::string(entry(name))
+    }
+
+    fn read_string(&self, name: &CStr, read: &mut dyn FnMut(Option<&str>)) {
+        reads::read_string(entry(name), read);
     }
 
     fn user_long(&self, name: &CStr) -> Option<i64> {
-        let (origin, value) = origin(name)?;
-        (origin != Origin::Registered).then_some(value)
+        reads::user_long(name, entry(name))
+    }
+
+    fn batch<T>(&self, load: impl FnOnce(&dyn IniSource) -> T) -> T {
+        ENTRIES.with_borrow_mut(|entries| load(&Batch(RefCell::new(entries))))
+    }
+}
+
+/// PHP's INI with this thread's entries borrowed once for a batch of reads
+/// (see [`IniSource::batch`]), rather than once per read.
+struct Batch<'a>(RefCell<&'a mut Entries>);
+
+impl Batch<'_> {
+    fn entry(&self, name: &CStr) -> Option<&'static zend_ini_entry> {
+        let entry = self.0.borrow_mut().find(name);
+        // SAFETY: a live entry (see ENTRIES), only read on this thread.
+        unsafe { entry.as_ref() }
+    }
+}
+
+impl IniSource for Batch<'_> {
+    fn long(&self, name: &CStr) -> i64 {
+        reads::long(self.entry(name))
+    }
+
+    fn string(&self, name: &CStr) -> Option<String> {
+        reads::string(self.entry(name))
+    }
+
+    fn read_string(&self, name: &CStr, read: &mut dyn FnMut(Option<&str>)) {
+        reads::read_string(self.entry(name), read);
+    }
+
+    fn user_long(&self, name: &CStr) -> Option<i64> {
+        reads::user_long(name, self.entry(name))
     }
 }
 
@@ -161,8 +231,13 @@ static STARTUP: [Startup; OWN_DEFAULTS_WIN.len()] = [const {
 /// value; `None` for another directive or one that does not exist. A few
 /// loads per read: it runs on every locked session_start().
 pub fn origin(name: &CStr) -> Option<(Origin, i64)> {
+    origin_of(name, entry(name))
+}
+
+/// [`origin`], with the directive's entry.
+fn origin_of(name: &CStr, entry: Option<&zend_ini_entry>) -> Option<(Origin, i64)> {
     let startup = &STARTUP[OWN_DEFAULTS_WIN.iter().position(|own| *own == name)?];
-    let entry = entry(name)?;
+    let entry = entry?;
     let value = read_entry(entry, ini_long).unwrap_or(0);
     let origin = if entry.modified != 0 {
         Origin::Altered
