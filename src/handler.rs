@@ -483,7 +483,9 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
     fn keeps_a_lifetime(&self, sid: &[u8]) -> bool {
         request::with(|request| {
             let (stored, left_over) = request.stored(sid);
-            stored.is_some() || left_over || matches!(request.change(sid), Change::Set(_))
+            // A lifetime dropped is deleted even if the read found none: unlocked,
+            // another request (a forked child) may have set one since.
+            stored.is_some() || left_over || !matches!(request.change(sid), Change::Keep)
         })
     }
 
