@@ -14,22 +14,17 @@ cd "$ROOT"
 
 port=${LEASE_DEATH_PORT:-9500}
 standalone_port=$((port + 90))
-standalone_dir="$ROOT/.cluster/standalone-$standalone_port"
 [ -f "$EXT_SO" ] || "$ROOT/scripts/build.sh"
 phpredis=$(phpredis_modules)
 [ -n "$phpredis" ] || die "phpredis is not installed for $PHP (scripts/install-deps.sh)"
 
 stop_servers() {
     "$ROOT/scripts/cluster.sh" stop redis "$port"
-    if [ -f "$standalone_dir/pid" ]; then stop_process "$(cat "$standalone_dir/pid")"; fi
-    rm -rf "$standalone_dir"
+    standalone_stop "$standalone_port"
 }
 trap stop_servers EXIT
 "$ROOT/scripts/cluster.sh" start redis "$port"
-mkdir -p "$standalone_dir"
-redis-server --port "$standalone_port" --bind 127.0.0.1 --dir "$standalone_dir" --save '' --appendonly no \
-    --daemonize yes --pidfile "$standalone_dir/pid" --logfile "$standalone_dir/log"
-for _ in $(seq 50); do redis-cli -p "$standalone_port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+standalone_start "$standalone_port"
 
 RCS_EXT=$EXT_SO RCS_SEEDS=$(cluster_seeds "$port") RCS_STANDALONE=127.0.0.1:$standalone_port RCS_PHPREDIS=$phpredis \
     LEASE_DEATH_TRIALS=${LEASE_DEATH_TRIALS:-10} LEASE_CPU_REQUESTS=${LEASE_CPU_REQUESTS:-100} \

@@ -12,7 +12,6 @@ cd "$ROOT"
 
 BASE_PORT=${BENCH_BASE_PORT:-7300}
 STANDALONE_PORT=$((BASE_PORT + 90))
-standalone_dir="$ROOT/.cluster/standalone-$STANDALONE_PORT"
 
 [ -n "${BENCH_SKIP_SETUP:-}" ] || { "$ROOT/scripts/install-deps.sh"; "$ROOT/scripts/build.sh"; }
 cargo build --release --locked --quiet --example metrics_cost
@@ -24,16 +23,12 @@ LARGE_PORT=$((BASE_PORT + 20))   # the 16-node cluster (8 primaries + 8 replicas
 stop_servers() {
     "$ROOT/scripts/cluster.sh" stop redis "$BASE_PORT"
     "$ROOT/scripts/cluster.sh" stop redis "$LARGE_PORT"
-    if [ -f "$standalone_dir/pid" ]; then stop_process "$(cat "$standalone_dir/pid")"; fi
-    rm -rf "$standalone_dir"
+    standalone_stop "$STANDALONE_PORT"
 }
 trap stop_servers EXIT
 "$ROOT/scripts/cluster.sh" start redis "$BASE_PORT"
 CLUSTER_NODES=16 "$ROOT/scripts/cluster.sh" start redis "$LARGE_PORT"
-mkdir -p "$standalone_dir"
-redis-server --port "$STANDALONE_PORT" --bind 127.0.0.1 --dir "$standalone_dir" --save '' --appendonly no \
-    --daemonize yes --pidfile "$standalone_dir/pid" --logfile "$standalone_dir/log"
-for _ in $(seq 50); do redis-cli -p "$STANDALONE_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+standalone_start "$STANDALONE_PORT"
 
 RCS_EXT=$EXT_SO RCS_EXT_PREVIOUS=$previous_so RCS_SEEDS=$(cluster_seeds "$BASE_PORT") RCS_SEEDS16=$(cluster_seeds "$LARGE_PORT" 16) RCS_STANDALONE=127.0.0.1:$STANDALONE_PORT RCS_FPM_PORT=$((BASE_PORT + 80)) \
     RCS_METRICS_COST="${CARGO_TARGET_DIR:-$ROOT/target}/release/examples/metrics_cost" \

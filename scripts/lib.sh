@@ -65,6 +65,23 @@ serve_command() {
     esac
 }
 
+# A plain Redis server (no cluster, nothing saved) on PORT, everything in
+# $ROOT/.cluster/standalone-PORT: for phpredis's standalone handler, which the
+# benchmarks compare with. standalone_stop PORT stops it and removes that directory.
+standalone_start() {
+    local port=$1 dir="$ROOT/.cluster/standalone-$1" _
+    mkdir -p "$dir"
+    redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
+        --daemonize yes --pidfile "$dir/pid" --logfile "$dir/log"
+    for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && return 0; sleep 0.1; done
+    die "the standalone Redis server on port $port does not answer; see $dir/log"
+}
+standalone_stop() {
+    local dir="$ROOT/.cluster/standalone-$1"
+    if [ -f "$dir/pid" ]; then stop_process "$(cat "$dir/pid")"; fi
+    rm -rf "$dir"
+}
+
 # Installs the Debian packages named that are not installed yet.
 install_packages() {
     local missing=() package
