@@ -643,16 +643,16 @@ impl Cluster {
         stats::slot_map(SlotMapSource::Fetched);
     }
 
-    /// Takes a map a sibling fetched after ours, else fetches it from a node
-    /// we are connected to, else from the seeds in turn, each asked within
-    /// what is left of `deadline`; the first good answer ends it. A seed
-    /// connection is kept only if the seed is a primary.
     /// The address of `slot`'s primary in the map, if it has one.
     fn owner_addr(&self, slot: u16) -> Option<NodeAddr> {
         let owner = self.slots[usize::from(slot)];
         (owner != NO_OWNER).then(|| self.nodes[usize::from(owner)].addr.clone())
     }
 
+    /// Takes a map a sibling fetched after ours, else fetches it from a node
+    /// we are connected to, else from the seeds in turn, each asked within
+    /// what is left of `deadline`; the first good answer ends it. A seed
+    /// connection is kept only if the seed is a primary.
     fn refresh_map(&mut self, deadline: Instant) -> Result<(), Failure> {
         // A worker whose map failed it takes only one fetched since: one
         // fetched before a failover's end may name the primary that failed.

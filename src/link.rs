@@ -548,7 +548,8 @@ fn refusal_at_maxclients(refusal: AtMaxclients) -> RedisError {
 
 /// The refusal of a node at `maxclients`, told apart from other failures:
 /// the node is up and the slot map right, so the router waits for a free
-/// connection rather than asking for a new map.
+/// connection rather than asking for a new map (over TLS, checking it at
+/// each try: a proxy whose node is down refuses alike).
 #[derive(Debug)]
 enum AtMaxclients {
     /// It said so.
@@ -583,22 +584,21 @@ impl std::fmt::Display for AtMaxclients {
 
 impl std::error::Error for AtMaxclients {}
 
+fn at_maxclients(error: &RedisError) -> Option<&AtMaxclients> {
+    io_error(error)?.get_ref()?.downcast_ref::<AtMaxclients>()
+}
+
 /// Whether `error` is a close in the TLS handshake: a node at `maxclients`,
 /// or a proxy whose node is down (a failover may be under way).
 pub fn closed_in_tls_handshake(error: &RedisError) -> bool {
-    io_error(error)
-        .and_then(io::Error::get_ref)
-        .and_then(|error| error.downcast_ref::<AtMaxclients>())
-        .is_some_and(|refusal| matches!(refusal, AtMaxclients::InTlsHandshake(_)))
+    matches!(at_maxclients(error), Some(AtMaxclients::InTlsHandshake(_)))
 }
 
 /// The node that refused the connection because it had `maxclients`
-/// clients already, if that is what `error` is.
+/// clients already (or, over TLS, closed it as such a node does), if that
+/// is what `error` is.
 pub fn refused_at_maxclients(error: &RedisError) -> Option<&NodeAddr> {
-    io_error(error)?
-        .get_ref()?
-        .downcast_ref::<AtMaxclients>()
-        .map(AtMaxclients::node)
+    at_maxclients(error).map(AtMaxclients::node)
 }
 
 /// Whether an exchange failed because the node had closed the connection

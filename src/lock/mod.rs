@@ -1882,7 +1882,6 @@ mod cluster_tests {
         for stretched in [false, true] {
             let mut acquisition =
                 Acquisition::new(keys.clone(), &settings, None, Instant::now()).unwrap();
-            acquisition.held.secret = random_hex::<16>().unwrap();
             assert!(acquisition.lock_and_read(&mut store).unwrap().is_some());
             let held = acquisition.into_held();
             if stretched {
