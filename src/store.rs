@@ -112,49 +112,47 @@ pub trait SessionStore {
 }
 
 /// The plain take of a free lock, one pipeline with no script: `SET lock
-/// secret NX PX` and GET of `data` (never GETEX: a session's own lifetime,
-/// unknown here, sets its TTL, so the save renews it). With a lease (`log`:
-/// the log of savers) it also reads the log's head, the fence of a re-take
-/// (`GETRANGE` of its first [`LOG_HEAD_BYTES`]: a whole log is 8 secrets); the
-/// lease's renewals make it last, or make one (only while the lock is ours:
-/// to a holder that read no log, a log made by a take that failed would
-/// read as a save). One list of commands for the store and the models.
+/// secret NX PX`, GET of `data` (never GETEX: a session's own lifetime,
+/// unknown here, sets its TTL, so the save renews it) and the kept part of
+/// the log of savers (`GETRANGE` of its first [`LOG_KEPT_BYTES`]): the save
+/// logs itself before it without reading it again, and with a lease its
+/// newest entry is the fence of a re-take. The lease's renewals make the
+/// log last, or make one (only while the lock is ours: to a holder that
+/// read no log, a log made by a take that failed would read as a save). One
+/// list of commands for the store and the models.
 pub struct PlainTake<'a> {
     pub lock: &'a [u8],
     pub secret: &'a [u8],
     /// The lock's TTL in ms.
     pub lock_ms: &'a [u8],
     pub data: &'a [u8],
-    pub log: Option<&'a [u8]>,
+    /// The log of savers' key.
+    pub log: &'a [u8],
 }
 
 /// What a plain take that took the lock read.
 pub struct PlainRead {
     /// The session; `None`: missing.
     pub data: Option<Vec<u8>>,
-    /// With a lease, the start of the log of savers (empty: none).
-    pub log: Option<Vec<u8>>,
+    /// The kept part of the log of savers (empty: none).
+    pub log: Vec<u8>,
 }
 
-/// How much of the log of savers a leased plain take reads: more than its
-/// newest entry, all a re-take compares (see [`crate::lock`]'s `log_head`).
-pub const LOG_HEAD_BYTES: usize = 64;
-/// GETRANGE's last offset for [`LOG_HEAD_BYTES`].
-pub(crate) const LOG_HEAD_LAST: &[u8] = b"63";
+/// How much of the log of savers a save keeps behind its own secret (the
+/// scripts' `log_save_lua`): 7 secrets of 32 hex digits and their spaces.
+pub const LOG_KEPT_BYTES: usize = 230;
+/// GETRANGE's last offset for [`LOG_KEPT_BYTES`].
+pub(crate) const LOG_KEPT_LAST: &[u8] = b"229";
+
+/// How many commands, and replies, a plain take's pipeline has.
+const PLAIN_TAKE_COMMANDS: usize = 3;
 
 impl PlainTake<'_> {
-    /// How many replies the pipeline gets.
-    pub fn replies(&self) -> usize {
-        if self.log.is_some() { 3 } else { 2 }
-    }
-
     /// Calls `command` with each command of the pipeline, in order.
     pub fn each_command(&self, mut command: impl FnMut(&[&[u8]])) {
         command(&[b"SET", self.lock, self.secret, b"NX", b"PX", self.lock_ms]);
         command(&[b"GET", self.data]);
-        if let Some(log) = self.log {
-            command(&[b"GETRANGE", log, b"0", LOG_HEAD_LAST]);
-        }
+        command(&[b"GETRANGE", self.log, b"0", LOG_KEPT_LAST]);
     }
 
     /// What the pipeline's replies say: what it read when the lock was free
@@ -163,13 +161,10 @@ impl PlainTake<'_> {
         let mut replies = replies.into_iter();
         let taken = replies.next() == Some(Reply::Status);
         let data = session_data(replies.next().context("missing reply to GET")?)?;
-        let log = match self.log {
-            Some(_) => {
-                let log = replies.next().context("missing reply to GET of the log")?;
-                Some(session_data(log)?.unwrap_or_default())
-            }
-            None => None,
-        };
+        let log = replies
+            .next()
+            .context("missing reply to GETRANGE of the log")?;
+        let log = session_data(log)?.unwrap_or_default();
         Ok(taken.then_some(PlainRead { data, log }))
     }
 }
@@ -846,7 +841,6 @@ impl LockStore for ClusterStore {
     }
 
     fn lock_and_read(&mut self, take: &PlainTake) -> Result<Option<PlainRead>> {
-        let count = take.replies();
         let replies = with_packed(
             |packed| {
                 let mut size = 0;
@@ -854,20 +848,28 @@ impl LockStore for ClusterStore {
                 packed.reserve(size);
                 take.each_command(|command| pack(packed, command));
             },
-            |packed| self.send(take.lock, packed, count, Duration::ZERO, false),
+            |packed| {
+                self.send(
+                    take.lock,
+                    packed,
+                    PLAIN_TAKE_COMMANDS,
+                    Duration::ZERO,
+                    false,
+                )
+            },
         )?;
-        if replies.len() != count {
-            bail!("missing reply to SET NX and GET");
+        if replies.len() != PLAIN_TAKE_COMMANDS {
+            bail!("missing reply to SET NX, GET and GETRANGE");
         }
         if replies.iter().any(is_redirect) {
             return Ok(None);
         }
-        // On the stack: a plain take gets at most 3 replies.
-        let mut converted = [Reply::Nil, Reply::Nil, Reply::Nil];
+        // On the stack.
+        let mut converted: [Reply; PLAIN_TAKE_COMMANDS] = std::array::from_fn(|_| Reply::Nil);
         for (slot, value) in converted.iter_mut().zip(replies) {
             *slot = reply(Some(value))?;
         }
-        take.read(converted.into_iter().take(count))
+        take.read(converted)
     }
 
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>> {

@@ -495,7 +495,7 @@ fn a_slot_without_an_owner_is_waited_for_by_the_plain_lock_try() {
         secret: b"secret",
         lock_ms: b"5000",
         data: b"{s}",
-        log: None,
+        log: b"{s}_LOCK_DONE",
     });
     assert_eq!(owner.join().unwrap(), Value::Okay);
     let read = read.unwrap().expect("the lock taken");

@@ -42,7 +42,9 @@ use crate::resp::Decimal;
 use crate::script::LuaScript;
 use crate::settings::{LockSettings, ReleaseCommand, ReplicaAck};
 use crate::stats;
-use crate::store::{LockStore, PlainRead, PlainTake, Reply, whole_millis, whole_seconds};
+use crate::store::{
+    LOG_KEPT_BYTES, LockStore, PlainRead, PlainTake, Reply, whole_millis, whole_seconds,
+};
 use crate::watchdog;
 
 #[cfg(test)]
@@ -82,6 +84,15 @@ pub struct HeldLock {
     /// The log of savers (`<lock>_DONE`, empty: none) when the data was
     /// read, `None` if unknown: the write stores only if no save came since.
     fence: Option<Vec<u8>>,
+    /// What a save puts in the log of savers: this holder's secret, then the
+    /// log as read, cut to [`LOG_KEPT_BYTES`] as the scripts' `log_save_lua`
+    /// cuts it (`None`: not read, an older release's hand-over; the script
+    /// then reads it). Nobody saves between the read and a save that finds
+    /// the lock still ours (without a queue entry, nothing hands it back after
+    /// a failover undid the take; with one, the fence checks), nor before a
+    /// re-take (its fence, the log's newest entry, would have changed): the
+    /// log is as read, or where it expired, made again by the renewals.
+    next_log: Option<Vec<u8>>,
     /// `None` without a lease: the lock key lives for `lock_expire`. Boxed:
     /// a lock without one carries no more than before.
     leased: Option<Box<Leased>>,
@@ -156,33 +167,51 @@ impl HeldLock {
         let secret = self.secret.as_bytes();
         let expire_ms = self.expire_ms.as_bytes();
         let retake_ms = self.retake_ms(now);
-        let retake = self.retake_args(&retake_ms);
+        let retake = Self::retake_args(&retake_ms);
+        let next_log = self.next_log_arg();
         match save {
             Save::Write => {
                 let fence = self.fence.as_deref().unwrap_or(UNKNOWN_WRITER);
-                let args: [&[u8]; 6] = [secret, data, ttl.as_bytes(), expire_ms, fence, &lifetime];
+                let args: [&[u8]; 7] = [
+                    secret,
+                    data,
+                    ttl.as_bytes(),
+                    expire_ms,
+                    fence,
+                    &lifetime,
+                    next_log,
+                ];
                 with_lease_args(&args, retake, |args| call(&WRITE_AND_RELEASE, args))
             }
             Save::Touch => {
-                let args: [&[u8]; 5] = [secret, data, ttl.as_bytes(), &lifetime, expire_ms];
+                let args: [&[u8]; 6] =
+                    [secret, data, ttl.as_bytes(), &lifetime, expire_ms, next_log];
                 with_lease_args(&args, retake, |args| call(&TOUCH_AND_RELEASE, args))
             }
         }
     }
 
-    /// A save's re-take arguments, with a lease: `retake_ms` (see
-    /// [`Self::retake_ms`]) and the log of savers at the read.
-    fn retake_args<'a>(&'a self, retake_ms: &'a Option<Decimal>) -> Option<[&'a [u8]; 2]> {
-        let leased = self.leased.as_ref()?;
-        let fence = leased.retake_fence.as_deref().unwrap_or(UNKNOWN_WRITER);
-        retake_ms.as_ref().map(|ms| [ms.as_bytes(), fence])
+    /// A save's argument for what it logs: `next_log`, '' when not known.
+    fn next_log_arg(&self) -> &[u8] {
+        self.next_log.as_deref().unwrap_or_default()
+    }
+
+    /// A save's re-take argument, with a lease: `retake_ms` (see
+    /// [`Self::retake_ms`]). The scripts take the fence, the log's newest
+    /// entry at the read, from the new log (see `next_log`).
+    fn retake_args(retake_ms: &Option<Decimal>) -> Option<[&[u8]; 1]> {
+        retake_ms.as_ref().map(|ms| [ms.as_bytes()])
     }
 
     /// Calls `call` with the arguments of [`DESTROY_AND_RELEASE`] at `now`.
     pub(crate) fn destroy_call<R>(&self, now: Instant, call: impl FnOnce(&[&[u8]]) -> R) -> R {
-        let args: [&[u8]; 2] = [self.secret.as_bytes(), self.expire_ms.as_bytes()];
+        let args: [&[u8]; 3] = [
+            self.secret.as_bytes(),
+            self.expire_ms.as_bytes(),
+            self.next_log_arg(),
+        ];
         let retake_ms = self.retake_ms(now);
-        with_lease_args(&args, self.retake_args(&retake_ms), call)
+        with_lease_args(&args, Self::retake_args(&retake_ms), call)
     }
 
     /// The re-take argument of a save at `now`, with a lease only: what is
@@ -255,10 +284,25 @@ impl HeldLock {
     /// Remembers who wrote last when the data was read under this lock.
     fn read_after(&mut self, writer: Option<Vec<u8>>) {
         let writer = writer.unwrap_or_default();
+        self.log_read(Some(&writer));
         if self.leased.is_some() {
             self.retake_after(Some(writer.clone()));
         }
         self.fence = Some(writer);
+    }
+
+    /// Learns the log of savers as read under this lock (`None`: not known).
+    fn log_read(&mut self, log: Option<&[u8]>) {
+        self.next_log = log.map(|log| {
+            let kept = &log[..log.len().min(LOG_KEPT_BYTES)];
+            let mut next = Vec::with_capacity(self.secret.len() + 1 + kept.len());
+            next.extend_from_slice(self.secret.as_bytes());
+            if !kept.is_empty() {
+                next.push(b' ');
+                next.extend_from_slice(kept);
+            }
+            next
+        });
     }
 
     /// With a lease, what a re-take compares the log of savers with: the
@@ -292,7 +336,7 @@ impl HeldLock {
 /// the scripts' `retake_lua` takes it. It names the last save (or the
 /// holder that made the log) alone: each save puts a fresh secret there.
 /// At most 50 bytes (`~<secret>.<server time>`), within
-/// [`LOG_HEAD_BYTES`](crate::store::LOG_HEAD_BYTES).
+/// [`LOG_KEPT_BYTES`].
 fn log_head(log: &[u8]) -> &[u8] {
     log.split(|&byte| byte == b' ').next().unwrap_or_default()
 }
@@ -515,6 +559,7 @@ impl Acquisition {
                 release: lock.release,
                 expire_ms: Decimal::from(whole_millis(lock.ttl)),
                 fence: None,
+                next_log: None,
                 leased,
                 lifetime: None,
                 read_nothing: false,
@@ -664,13 +709,14 @@ impl Acquisition {
             secret: held.secret.as_bytes(),
             lock_ms: self.take_ms.as_bytes(),
             data: &held.keys.data,
-            log: held.leased.as_ref().map(|_| held.keys.done()),
+            log: held.keys.done(),
         }
     }
 
     /// What the plain take read: the session.
     pub(crate) fn plain_read(&mut self, read: PlainRead) -> Option<Vec<u8>> {
-        self.held.retake_after(read.log);
+        self.held.log_read(Some(&read.log));
+        self.held.retake_after(Some(read.log));
         self.read(&read.data, false);
         read.data
     }
@@ -705,6 +751,7 @@ impl Acquisition {
         }
         self.queued = false;
         self.held.fence = writer.map(<[u8]>::to_vec);
+        self.held.log_read(writer);
         if self.held.leased.is_some() {
             self.held.retake_after(writer.map(<[u8]>::to_vec));
         }
@@ -1037,15 +1084,16 @@ mod tests {
 
     #[test]
     fn a_re_take_compares_the_newest_entry_of_the_log_which_a_plain_take_reads_whole() {
-        use crate::store::{LOG_HEAD_BYTES, LOG_HEAD_LAST};
-        assert_eq!(LOG_HEAD_LAST, (LOG_HEAD_BYTES - 1).to_string().as_bytes());
+        use crate::store::LOG_KEPT_LAST;
+        assert_eq!(LOG_KEPT_LAST, (LOG_KEPT_BYTES - 1).to_string().as_bytes());
         let secret = new_secret().unwrap();
         // The longest entry: a scripted take's mark, with TIME's largest reading.
         let longest = format!("~{secret}.{}{}", u32::MAX, 999_999);
-        assert!(longest.len() < LOG_HEAD_BYTES, "{}", longest.len());
-        let log = format!("{longest} {secret} {secret}");
+        assert!(longest.len() < LOG_KEPT_BYTES, "{}", longest.len());
+        let log = format!("{longest}{}", format!(" {secret}").repeat(7));
+        assert!(log.len() > LOG_KEPT_BYTES);
         assert_eq!(
-            log_head(&log.as_bytes()[..LOG_HEAD_BYTES]),
+            log_head(&log.as_bytes()[..LOG_KEPT_BYTES]),
             longest.as_bytes()
         );
         assert_eq!(log_head(b""), b"");
@@ -1849,58 +1897,72 @@ mod cluster_tests {
 
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
-    fn a_save_after_a_plain_take_reads_of_the_log_only_what_it_keeps() {
+    fn a_save_after_a_plain_take_logs_itself_before_the_log_the_take_read() {
         let mut store = store();
         let keys = keys("log-read");
-        for n in 0..9 {
+        let mut savers: Vec<String> = Vec::new();
+        for n in 0..10 {
             let mut acquisition = another_process(&keys, Duration::from_secs(10));
             assert!(acquisition.lock_and_read(&mut store).unwrap().is_some());
             let held = acquisition.into_held();
             let calls = calls_on(keys.done(), || {
                 assert!(write(&mut store, &held, format!("v{n}").as_bytes()));
             });
-            // No fence to compare (a plain take's), and the 7 entries kept
-            // by range: the whole log, up to 8 secrets, never goes to Lua.
+            // No fence to compare (a plain take's), and the log as the take
+            // read it: the script reads none of it.
             assert!(
-                calls.iter().all(|call| !call.contains("\"GET\"")),
+                calls
+                    .iter()
+                    .all(|call| !call.contains("\"GET\"") && !call.contains("\"GETRANGE\"")),
                 "{calls:?}"
             );
-            assert!(calls.iter().any(|call| call.contains("\"GETRANGE\"")));
+            savers.insert(0, held.secret().to_owned());
+            savers.truncate(8);
+            let log = store.run(keys.done(), cmd("GET").arg(keys.done()));
+            assert_eq!(log.unwrap(), Reply::Data(savers.join(" ").into_bytes()));
         }
         clean(&mut store, &keys);
     }
 
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
-    fn a_leased_save_keeps_the_longer_ttl_of_the_log_without_reading_it() {
+    fn a_leased_save_keeps_the_longer_ttl_of_the_log_and_never_leaves_it_without_one() {
         let mut store = store();
         let keys = keys("log-ttl");
         let settings = LockSettings {
             lease: Some(Duration::from_secs(2)),
             ..lock_settings(Duration::from_secs(10))
         };
-        for stretched in [false, true] {
+        // The log as the save finds it: none yet, as the last save's TTL
+        // left it, stretched (as a waiter whose lock_expire is longer does
+        // when it queues), or gone since the take read it.
+        for (log, at_most) in [
+            ("none", 10_000),
+            ("kept", 10_000),
+            ("stretched", 100_000),
+            ("gone", 10_000),
+        ] {
             let mut acquisition =
                 Acquisition::new(keys.clone(), &settings, None, Instant::now()).unwrap();
             assert!(acquisition.lock_and_read(&mut store).unwrap().is_some());
             let held = acquisition.into_held();
-            if stretched {
-                // As a waiter whose lock_expire is longer stretches it when it queues.
-                let done = keys.done();
-                assert_eq!(int(&store, done, cmd("PEXPIRE").arg(done).arg(100_000)), 1);
+            let done = keys.done();
+            match log {
+                "stretched" => {
+                    assert_eq!(int(&store, done, cmd("PEXPIRE").arg(done).arg(100_000)), 1)
+                }
+                "gone" => assert_eq!(int(&store, done, cmd("DEL").arg(done)), 1),
+                _ => {}
             }
-            let calls = calls_on(keys.done(), || assert!(write(&mut store, &held, b"v")));
-            assert!(
-                calls.iter().all(|call| !call.contains("\"PTTL\"")),
-                "{calls:?}"
+            let calls = calls_on(done, || assert!(write(&mut store, &held, b"v")));
+            // The TTL is read only where PEXPIRE GT did nothing.
+            assert_eq!(
+                calls.iter().any(|call| call.contains("\"PTTL\"")),
+                matches!(log, "stretched" | "gone"),
+                "{log}: {calls:?}"
             );
-            let ttl = int(&store, keys.done(), cmd("PTTL").arg(keys.done()));
-            let expected = if stretched {
-                90_000..=100_000
-            } else {
-                9_000..=10_000
-            };
-            assert!(expected.contains(&ttl), "stretched {stretched}: {ttl}");
+            let ttl = int(&store, done, cmd("PTTL").arg(done));
+            assert!((at_most - 1000..=at_most).contains(&ttl), "{log}: {ttl}");
         }
         clean(&mut store, &keys);
     }
