@@ -1926,6 +1926,27 @@ mod cluster_tests {
 
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_save_that_knows_no_log_reads_it_itself() {
+        let mut store = store();
+        let keys = keys("log-unknown");
+        let mut savers: Vec<String> = Vec::new();
+        for _ in 0..9 {
+            let mut acquisition = another_process(&keys, Duration::from_secs(10));
+            assert!(acquisition.lock_and_read(&mut store).unwrap().is_some());
+            let mut held = acquisition.into_held();
+            // As after an older release's hand-over, which carries no log.
+            held.next_log = None;
+            assert!(write(&mut store, &held, b"v"));
+            savers.insert(0, held.secret().to_owned());
+            savers.truncate(8);
+            let log = store.run(keys.done(), cmd("GET").arg(keys.done()));
+            assert_eq!(log.unwrap(), Reply::Data(savers.join(" ").into_bytes()));
+        }
+        clean(&mut store, &keys);
+    }
+
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
     fn a_leased_save_keeps_the_longer_ttl_of_the_log_and_never_leaves_it_without_one() {
         let mut store = store();
         let keys = keys("log-ttl");
