@@ -1970,6 +1970,182 @@ mod cluster_tests {
         clean(&mut store, &keys);
     }
 
+    /// A leased acquisition with a secret of another process.
+    fn leased_process(keys: &LockKeys, lock_expire: Duration, lease: Duration) -> Acquisition {
+        let settings = LockSettings {
+            lease: Some(lease),
+            ..lock_settings(lock_expire)
+        };
+        let mut acquisition =
+            Acquisition::new(keys.clone(), &settings, None, Instant::now()).unwrap();
+        acquisition.held.secret = random_hex::<16>().unwrap();
+        acquisition.held.own_list = keys.next(&acquisition.held.secret);
+        acquisition
+    }
+
+    /// Review of 2384656: a leased holder that read no log, whose renewal
+    /// made `~<secret>`, which a waiter with a longer lock_expire then
+    /// stretched: the old script kept that longer TTL (KEEPTTL + PEXPIRE
+    /// GT, since the log existed); the new one sends `new_log == secret`
+    /// and SETs the log PX its own, shorter lock_expire. The waiter handed
+    /// the lock, whose lease lapses before its first renewal, can then no
+    /// longer re-take it in its save although nobody saved since its read.
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_save_after_reading_no_log_keeps_the_ttl_a_waiter_stretched() {
+        let mut store = store();
+        let keys = keys("log-ttl-empty-read");
+        clean(&mut store, &keys);
+        let lease = Duration::from_millis(300);
+        let mut holder = leased_process(&keys, Duration::from_millis(1500), lease);
+        assert!(holder.lock_and_read(&mut store).unwrap().is_some());
+        let holder = holder.into_held();
+        // Its renewal makes the log `~<secret>` (it read none).
+        let renewed = holder
+            .lease()
+            .unwrap()
+            .renewal_call(Instant::now(), |script, keys, args| {
+                store.eval(script, keys, args).unwrap()
+            })
+            .unwrap();
+        assert_eq!(renewed, Reply::Int(1));
+        // A waiter with a longer lock_expire queues: the log lasts 20 s.
+        let mut waiter = leased_process(&keys, Duration::from_secs(20), lease);
+        let attempt = waiter
+            .attempt(&mut store, Duration::from_secs(5), false)
+            .unwrap();
+        assert!(matches!(attempt, Attempt::Busy(None)));
+        let done = keys.done();
+        assert!(int(&store, done, cmd("PTTL").arg(done)) > 15_000);
+        assert!(write(&mut store, &holder, b"v1"));
+        let ttl = int(&store, done, cmd("PTTL").arg(done));
+        assert!(ttl > 15_000, "the waiter's stretch was undone: {ttl} ms");
+        // What it costs: the waiter, handed the lock, lapses before its
+        // first renewal (a frozen process, a failover) and saves within its
+        // lock_expire; nobody saved since its read.
+        let handed = waiter
+            .wait_for_hand_over(&mut store, Duration::from_secs(1))
+            .unwrap();
+        assert_eq!(handed, Some(Some(b"v1".to_vec())));
+        let waiter = waiter.into_held();
+        std::thread::sleep(Duration::from_millis(2000));
+        assert_eq!(owner(&store, &keys), None);
+        assert!(write(&mut store, &waiter, b"v2"), "re-take refused");
+        clean(&mut store, &keys);
+    }
+
+    /// Every key of a session and its TTL, as a replica that lacks what
+    /// came after would hold them: (key, DUMP or None, PTTL).
+    fn snapshot(store: &ClusterStore, keys: &LockKeys) -> Vec<(Vec<u8>, Option<Vec<u8>>, i64)> {
+        [
+            &keys.data[..],
+            &keys.lock,
+            keys.queue(),
+            keys.waiters(),
+            keys.done(),
+            keys.lifetime(),
+        ]
+        .into_iter()
+        .map(|key| {
+            let dump = match store.run(key, cmd("DUMP").arg(key)).unwrap() {
+                Reply::Data(dump) => Some(dump),
+                _ => None,
+            };
+            let ttl = int(store, key, cmd("PTTL").arg(key));
+            (key.to_vec(), dump, ttl)
+        })
+        .collect()
+    }
+
+    /// Puts a snapshot back: a failover to a replica that had it.
+    fn restore(store: &mut ClusterStore, snapshot: &[(Vec<u8>, Option<Vec<u8>>, i64)]) {
+        for (key, dump, ttl) in snapshot {
+            store.delete(&[key]).unwrap();
+            if let Some(dump) = dump {
+                let ttl = (*ttl).max(0);
+                let restored = store.run(key, cmd("RESTORE").arg(key).arg(ttl).arg(dump));
+                assert_eq!(restored.unwrap(), Reply::Status);
+            }
+        }
+    }
+
+    /// Review of 2384656: a failover undoes a hand-over (and the save that
+    /// made it), the waiter's queue entry comes back and a later release
+    /// hands it the lock again; meanwhile another holder saved. The
+    /// waiter's write is fenced off, but its touch (lazy_write) or destroy
+    /// has no fence: it logs itself before the log of the undone hand-over,
+    /// which names a save the new primary never had and drops the one it
+    /// had. The old script logged itself before the log it found. The
+    /// dropped saver's repeat after a lost reply is refused (a false
+    /// "Session lock expired"), and the undone saver's repeat is
+    /// acknowledged although its write is gone.
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_touch_after_a_failover_handed_the_lock_back_logs_the_log_it_finds() {
+        let mut store = store();
+        let keys = keys("log-hand-back");
+        clean(&mut store, &keys);
+        let first = lock(&mut store, &keys, Duration::from_secs(30));
+        assert!(write(&mut store, &first, b"v0"));
+        let undone = lock(&mut store, &keys, Duration::from_secs(30));
+        let mut waiter = queue(&mut store, &keys, Duration::from_secs(30));
+        // What the replica has when the primary dies.
+        let replica = snapshot(&store, &keys);
+        assert!(write(&mut store, &undone, b"lost"));
+        let handed = waiter
+            .wait_for_hand_over(&mut store, Duration::from_secs(1))
+            .unwrap();
+        assert_eq!(handed, Some(Some(b"lost".to_vec())));
+        let waiter = waiter.into_held();
+        // The failover: the write and its hand-over are gone, the waiter is
+        // queued again. The undone holder's lock runs out; another takes
+        // the session, saves, and hands the lock to the waiter's entry.
+        restore(&mut store, &replica);
+        store.delete(&[&keys.lock]).unwrap();
+        let mut other = another_process(&keys, Duration::from_secs(30));
+        assert_eq!(
+            other.lock_and_read(&mut store).unwrap(),
+            Some(Some(b"v0".to_vec()))
+        );
+        let other = other.into_held();
+        assert!(write(&mut store, &other, b"v1"));
+        assert_eq!(
+            owner(&store, &keys).as_deref(),
+            Some(waiter.secret.as_bytes())
+        );
+        // The waiter's request ends with a touch (its data unchanged).
+        let touched = save_and_release(
+            &mut store,
+            Save::Touch,
+            &waiter,
+            b"lost",
+            Duration::from_secs(60),
+            Change::Keep,
+            None,
+        )
+        .unwrap();
+        assert!(touched.ours);
+        assert_eq!(store.get(&keys.data, None).unwrap(), Some(b"v1".to_vec()));
+        let log = match store.run(keys.done(), cmd("GET").arg(keys.done())).unwrap() {
+            Reply::Data(log) => String::from_utf8(log).unwrap(),
+            other => panic!("{other:?}"),
+        };
+        let names = |holder: &HeldLock| log.split(' ').any(|entry| entry == holder.secret);
+        // The undone holder's write is not here, yet its repeat would be
+        // acknowledged; the other's is, yet its repeat would be refused.
+        assert!(
+            !names(&undone),
+            "the log names a save the primary never had"
+        );
+        assert!(names(&other), "the log dropped a save the primary had");
+        assert!(write(&mut store, &other, b"v1"), "the repeat is refused");
+        assert!(
+            !write(&mut store, &undone, b"lost"),
+            "a lost write acknowledged"
+        );
+        clean(&mut store, &keys);
+    }
+
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
     fn a_short_waiter_never_shortens_the_queue_of_a_long_one() {
