@@ -167,51 +167,58 @@ impl HeldLock {
         let secret = self.secret.as_bytes();
         let expire_ms = self.expire_ms.as_bytes();
         let retake_ms = self.retake_ms(now);
-        let retake = Self::retake_args(&retake_ms);
-        let next_log = self.next_log_arg();
         match save {
             Save::Write => {
                 let fence = self.fence.as_deref().unwrap_or(UNKNOWN_WRITER);
-                let args: [&[u8]; 7] = [
-                    secret,
-                    data,
-                    ttl.as_bytes(),
-                    expire_ms,
-                    fence,
-                    &lifetime,
-                    next_log,
-                ];
-                with_lease_args(&args, retake, |args| call(&WRITE_AND_RELEASE, args))
+                let args: [&[u8]; 6] = [secret, data, ttl.as_bytes(), expire_ms, fence, &lifetime];
+                let (log, len) = self.log_args(true, &retake_ms);
+                with_args(&args, &log[..len], |args| call(&WRITE_AND_RELEASE, args))
             }
             Save::Touch => {
-                let args: [&[u8]; 6] =
-                    [secret, data, ttl.as_bytes(), &lifetime, expire_ms, next_log];
-                with_lease_args(&args, retake, |args| call(&TOUCH_AND_RELEASE, args))
+                let args: [&[u8]; 5] = [secret, data, ttl.as_bytes(), &lifetime, expire_ms];
+                let (log, len) = self.log_args(false, &retake_ms);
+                with_args(&args, &log[..len], |args| call(&TOUCH_AND_RELEASE, args))
             }
         }
     }
 
-    /// A save's argument for what it logs: `next_log`, '' when not known.
-    fn next_log_arg(&self) -> &[u8] {
-        self.next_log.as_deref().unwrap_or_default()
-    }
-
-    /// A save's re-take argument, with a lease: `retake_ms` (see
-    /// [`Self::retake_ms`]). The scripts take the fence, the log's newest
-    /// entry at the read, from the new log (see `next_log`).
-    fn retake_args(retake_ms: &Option<Decimal>) -> Option<[&[u8]; 1]> {
-        retake_ms.as_ref().map(|ms| [ms.as_bytes()])
+    /// A save's last arguments (see the scripts' `log_save_lua`): the new log
+    /// of savers, `next_log` ('' when not known: the script reads the log);
+    /// with a lease, for a re-take, `retake_ms` (see [`Self::retake_ms`]),
+    /// whose fence the script takes from the new log. A touch or destroy
+    /// (not `fenced`: it compares no fence) of a lock taken after queueing
+    /// sends '' and the fence itself: a failover that undid a hand-over can
+    /// leave the queue entry, and a later release hand the lock back with
+    /// another log than the one read. (A write compares the whole log with
+    /// its fence first; a plain take never queued.) Returns them and how many.
+    fn log_args<'a>(
+        &'a self,
+        fenced: bool,
+        retake_ms: &'a Option<Decimal>,
+    ) -> ([&'a [u8]; 3], usize) {
+        let vouched = fenced || self.fence.is_none();
+        let next_log = self.next_log.as_deref().filter(|_| vouched);
+        let mut args: [&[u8]; 3] = [next_log.unwrap_or_default(), &[], &[]];
+        let Some(retake_ms) = retake_ms else {
+            return (args, 1);
+        };
+        args[1] = retake_ms.as_bytes();
+        let fence = self.leased.as_ref().and_then(|l| l.retake_fence.as_deref());
+        match fence {
+            Some(fence) if !vouched => {
+                args[2] = fence;
+                (args, 3)
+            }
+            _ => (args, 2),
+        }
     }
 
     /// Calls `call` with the arguments of [`DESTROY_AND_RELEASE`] at `now`.
     pub(crate) fn destroy_call<R>(&self, now: Instant, call: impl FnOnce(&[&[u8]]) -> R) -> R {
-        let args: [&[u8]; 3] = [
-            self.secret.as_bytes(),
-            self.expire_ms.as_bytes(),
-            self.next_log_arg(),
-        ];
+        let args: [&[u8]; 2] = [self.secret.as_bytes(), self.expire_ms.as_bytes()];
         let retake_ms = self.retake_ms(now);
-        with_lease_args(&args, Self::retake_args(&retake_ms), call)
+        let (log, len) = self.log_args(false, &retake_ms);
+        with_args(&args, &log[..len], call)
     }
 
     /// The re-take argument of a save at `now`, with a lease only: what is
@@ -363,25 +370,15 @@ pub(crate) fn renewal_call<R>(
     call(&RENEW_LEASE, &[lock, &done_key(lock)], &args)
 }
 
-/// Calls `call` with `args`, followed with a lease by `lease_args` (the
-/// scripts read their absence as no lease, so that without one the calls
-/// are today's, byte for byte).
-fn with_lease_args<R, const N: usize>(
-    args: &[&[u8]],
-    lease_args: Option<[&[u8]; N]>,
-    call: impl FnOnce(&[&[u8]]) -> R,
-) -> R {
-    match lease_args {
-        None => call(args),
-        Some(more) => {
-            // On the stack: every call of a leased request passes here.
-            let mut all: [&[u8]; MOST_SCRIPT_ARGS] = [&[]; MOST_SCRIPT_ARGS];
-            let len = args.len() + N;
-            all[..args.len()].copy_from_slice(args);
-            all[args.len()..len].copy_from_slice(&more);
-            call(&all[..len])
-        }
-    }
+/// Calls `call` with `args` followed by `more` (the scripts read the
+/// absence of the lease's arguments as no lease).
+fn with_args<R>(args: &[&[u8]], more: &[&[u8]], call: impl FnOnce(&[&[u8]]) -> R) -> R {
+    // On the stack: every save passes here.
+    let mut all: [&[u8]; MOST_SCRIPT_ARGS] = [&[]; MOST_SCRIPT_ARGS];
+    let len = args.len() + more.len();
+    all[..args.len()].copy_from_slice(args);
+    all[args.len()..len].copy_from_slice(more);
+    call(&all[..len])
 }
 
 /// The most arguments a script of the protocol takes (the acquire script: 12).
@@ -637,7 +634,8 @@ impl Acquisition {
             keys.done(),
             keys.lifetime(),
         ];
-        with_lease_args(&args, lease_args, |args| call(&keys, args))
+        let lease_args = lease_args.as_ref().map_or(&[][..], |more| &more[..]);
+        with_args(&args, lease_args, |args| call(&keys, args))
     }
 
     /// Marks the call about to take the lock as sent at `at`: a lease is
@@ -2034,9 +2032,11 @@ mod cluster_tests {
         clean(&mut store, &keys);
     }
 
-    /// Every key of a session and its TTL, as a replica that lacks what
-    /// came after would hold them: (key, DUMP or None, PTTL).
-    fn snapshot(store: &ClusterStore, keys: &LockKeys) -> Vec<(Vec<u8>, Option<Vec<u8>>, i64)> {
+    /// Every key of a session and its TTL: (key, DUMP or None, PTTL).
+    type Snapshot = Vec<(Vec<u8>, Option<Vec<u8>>, i64)>;
+
+    /// A session's keys as a replica that lacks what came after would hold them.
+    fn snapshot(store: &ClusterStore, keys: &LockKeys) -> Snapshot {
         [
             &keys.data[..],
             &keys.lock,
@@ -2058,7 +2058,7 @@ mod cluster_tests {
     }
 
     /// Puts a snapshot back: a failover to a replica that had it.
-    fn restore(store: &mut ClusterStore, snapshot: &[(Vec<u8>, Option<Vec<u8>>, i64)]) {
+    fn restore(store: &mut ClusterStore, snapshot: &Snapshot) {
         for (key, dump, ttl) in snapshot {
             store.delete(&[key]).unwrap();
             if let Some(dump) = dump {

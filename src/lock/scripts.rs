@@ -167,29 +167,31 @@ local done, life, secret = KEYS[6], KEYS[7], ARGV[1]
 /// with at most, see [`stretch_done_lua`]): it is then cut short, which
 /// names nobody. The client read the log under the lock and sends the new
 /// one made of it (`new_log`; `secret` alone where it read none, '' when it
-/// did not read it): nobody saved since (see `HeldLock::next_log`), and Lua
-/// hashes every string it makes byte by byte, so reading and joining the
-/// log here cost the primary a sixth of a locked request. With a lease
-/// (`retake_ms` given) the log keeps a longer TTL: a queueing or another
-/// holder's take stretched it to that holder's `lock_expire`, and a shorter
-/// one here would let it vanish under that holder's re-take (see
-/// [`retake_lua`]): KEEPTTL, then PEXPIRE GT (4k instructions less than
-/// reading the TTL first); a log that expired since the read, which KEEPTTL
-/// then made without a TTL, gets `done_ms`. Numbers go to `redis.call` as
-/// strings: Redis formats a Lua number with `snprintf`.
+/// did not read it or cannot vouch for it): nobody saved since (see
+/// `HeldLock::next_log`), and Lua hashes every string it makes byte by
+/// byte, so reading and joining the log here cost the primary 9k
+/// instructions. With a lease (`retake_ms` given) the log keeps a longer
+/// TTL: a queueing or another holder's take stretched it to that holder's
+/// `lock_expire`, and a shorter one here would let it vanish under that
+/// holder's re-take (see [`retake_lua`]): KEEPTTL, then PEXPIRE GT (4k
+/// instructions less than reading the TTL first); a log that expired since
+/// the read, which KEEPTTL then made without a TTL, gets `done_ms`. Where
+/// the holder read none, one made since (its renewal's `~<secret>`, which a
+/// waiter may have stretched) keeps its TTL the same way. Numbers go to
+/// `redis.call` as strings: Redis formats a Lua number with `snprintf`.
 macro_rules! log_save_lua {
     () => {
         r"if new_log == '' then
   local kept = redis.call('GETRANGE', done, '0', '229')
   new_log = kept == '' and secret or secret .. ' ' .. kept
 end
-if retake_ms and new_log ~= secret then
+if not retake_ms then
+  redis.call('SET', done, new_log, 'PX', done_ms)
+elseif new_log ~= secret or not redis.call('SET', done, new_log, 'NX', 'PX', done_ms) then
   redis.call('SET', done, new_log, 'KEEPTTL')
   if redis.call('PEXPIRE', done, done_ms, 'GT') == 0 and redis.call('PTTL', done) == -1 then
     redis.call('PEXPIRE', done, done_ms)
   end
-else
-  redis.call('SET', done, new_log, 'PX', done_ms)
 end
 "
     };
@@ -199,10 +201,11 @@ end
 /// save. Only with a lease, while the lock is absent (another secret there
 /// means another holder), within `lock_expire` of the take (`retake_ms`,
 /// the client's count of what is left of it, '0' past it), and only when the
-/// log of savers still starts as it did at the read (its newest entry then,
-/// the second in `new_log`, see [`log_save_lua`]; where the holder read no
-/// log, `~<secret>`, which its renewals make): nobody saved since. (With no
-/// log known the client sends '0' for `retake_ms`.) Sound because the log never returns to an
+/// log of savers still starts as it did at the read (`retake_fence`, its
+/// newest entry then, sent only with a `new_log` of '' (see
+/// [`log_save_lua`]); else the second entry in `new_log`, or where the
+/// holder read no log, `~<secret>`, which its renewals make): nobody saved
+/// since. (With no log known the client sends '0' for `retake_ms`.) Sound because the log never returns to an
 /// earlier value past a save: every save puts a fresh secret at its head,
 /// and a log is made only by a holder while the lock holds its secret
 /// since its read: the acquire script's take, naming it and its run
@@ -215,7 +218,7 @@ macro_rules! retake_lua {
     () => {
         "(not owner and retake_ms and tonumber(retake_ms) > 0
   and string.match(redis.call('GET', done) or '', '^%S+')
-    == (string.match(new_log, '^%S+ (%S+)') or '~' .. secret))"
+    == (retake_fence or string.match(new_log, '^%S+ (%S+)') or '~' .. secret))"
     };
 }
 
@@ -360,7 +363,8 @@ return {0, data, owner, ahead, handed_by or false}",
 /// data, data TTL s, the log's TTL ms (`lock_expire`), fence, the request's
 /// new lifetime ('' keeps the stored one, '-' drops it), the new log of
 /// savers (see [`log_save_lua`]); with a lease only, for a re-take
-/// ([`retake_lua`]), what is left of `lock_expire` in ms. Stores (for the session's lifetime)
+/// ([`retake_lua`]), what is left of `lock_expire` in ms, and its fence
+/// where `new_log` is ''. Stores (for the session's lifetime)
 /// and releases only while the lock holds the secret: 1 if it did ({1, the
 /// lifetime} when it stored one), 0 if the lock was lost. The store logs
 /// the secret in `done` for the lock's TTL, so that a repeat after a lost
@@ -374,7 +378,7 @@ return {0, data, owner, ahead, handed_by or false}",
 pub(crate) static WRITE_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
     r"local data, default_s, lock_ms, fence, life_arg = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-local new_log, retake_ms = ARGV[7], ARGV[8]
+local new_log, retake_ms, retake_fence = ARGV[7], ARGV[8], ARGV[9]
 local owner = redis.call('GET', lock)
 if owner ~= secret then
   if ",
@@ -415,7 +419,7 @@ return applied_life and {1, applied_life} or 1"
 /// KEYS as [`WRITE_AND_RELEASE`]. ARGV: secret, data, data TTL s, the
 /// request's new lifetime as for [`WRITE_AND_RELEASE`], the log's TTL ms,
 /// the new log of savers; with a lease only, as [`WRITE_AND_RELEASE`]'s
-/// last.
+/// last two.
 /// Renews the TTL for the session's lifetime (allowed without the lock, as in
 /// phpredis, which then keeps the stored lifetime); applies the new
 /// lifetime, rewrites a vanished key and releases the lock only while it
@@ -424,7 +428,7 @@ return applied_life and {1, applied_life} or 1"
 pub(crate) static TOUCH_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
     r"local data, default_s, life_arg = ARGV[2], ARGV[3], ARGV[4]
-local new_log, retake_ms = ARGV[6], ARGV[7]
+local new_log, retake_ms, retake_fence = ARGV[6], ARGV[7], ARGV[8]
 local owner = redis.call('GET', lock)
 local held = owner == secret
 local repeated = not held and ",
@@ -453,14 +457,14 @@ local done_ms = ARGV[5]
 ));
 
 /// KEYS as [`WRITE_AND_RELEASE`]. ARGV: secret, the log's TTL ms, the new
-/// log of savers; with a lease only, as [`WRITE_AND_RELEASE`]'s last. Deletes the
+/// log of savers; with a lease only, as [`WRITE_AND_RELEASE`]'s last two. Deletes the
 /// data and its lifetime and releases the lock only while it holds the
 /// secret: 1 if it did ({1, the lifetime it had} with one), 0 if the lock was
 /// lost (an expired lock may have gone to another holder, whose data must
 /// stay). Logs itself in `done` as a write does.
 pub(crate) static DESTROY_AND_RELEASE: LuaScript = LuaScript::new(concat!(
     release_keys_lua!(),
-    r"local new_log, retake_ms = ARGV[3], ARGV[4]
+    r"local new_log, retake_ms, retake_fence = ARGV[3], ARGV[4], ARGV[5]
 local owner = redis.call('GET', lock)
 if owner ~= secret then
   if ",
