@@ -1788,8 +1788,13 @@ mod cluster_tests {
         };
         let lapse = || std::thread::sleep(Duration::from_millis(400));
         // A holder that read no log of savers: nothing proves that nobody
-        // saved since its read until its first renewal makes that log.
+        // saved since its read until its first renewal makes that log. Its
+        // take must be the plain one: where a redirect turns it back (a slot
+        // map an earlier test's failover left stale), the acquire script
+        // takes the lock and makes a log naming the taker, which may re-take.
+        store.get(&keys.data, None).unwrap();
         let unrenewed = take(&mut store);
+        assert_eq!(store.get(keys.done(), None).unwrap(), None, "a plain take");
         let ttl = int(&store, &keys.lock, cmd("PTTL").arg(&keys.lock));
         assert!(
             (1..=300).contains(&ttl),
