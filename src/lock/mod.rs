@@ -89,9 +89,10 @@ pub struct HeldLock {
     /// cuts it (`None`: not read, an older release's hand-over; the script
     /// then reads it). Nobody saves between the read and a save that finds
     /// the lock still ours (without a queue entry, nothing hands it back after
-    /// a failover undid the take; with one, the fence checks), nor before a
-    /// re-take (its fence, the log's newest entry, would have changed): the
-    /// log is as read, or where it expired, made again by the renewals.
+    /// a failover undid the take; with one, a write's fence checks, and a
+    /// touch or destroy sends none: see `log_args`), nor before a re-take
+    /// (its fence, the log's newest entry, would have changed): the log is
+    /// as read, or where it expired, made again by the renewals.
     next_log: Option<Vec<u8>>,
     /// `None` without a lease: the lock key lives for `lock_expire`. Boxed:
     /// a lock without one carries no more than before.
@@ -373,7 +374,7 @@ pub(crate) fn renewal_call<R>(
 /// Calls `call` with `args` followed by `more` (the scripts read the
 /// absence of the lease's arguments as no lease).
 fn with_args<R>(args: &[&[u8]], more: &[&[u8]], call: impl FnOnce(&[&[u8]]) -> R) -> R {
-    // On the stack: every save passes here.
+    // On the stack: every script call of the protocol passes here.
     let mut all: [&[u8]; MOST_SCRIPT_ARGS] = [&[]; MOST_SCRIPT_ARGS];
     let len = args.len() + more.len();
     all[..args.len()].copy_from_slice(args);
