@@ -1338,6 +1338,13 @@ mod cluster_tests {
     }
 
     /// The keys of a session of this test process.
+    fn leased_settings(lock_expire: Duration, lease: Duration) -> LockSettings {
+        LockSettings {
+            lease: Some(lease),
+            ..lock_settings(lock_expire)
+        }
+    }
+
     fn keys(name: &str) -> LockKeys {
         LockKeys::new(format!("RCS_UNIT:{}:{name}", std::process::id()).as_bytes()).unwrap()
     }
@@ -1763,10 +1770,7 @@ mod cluster_tests {
     fn a_lapsed_lease_is_taken_again_by_its_save_if_nobody_saved() {
         let mut store = store();
         let keys = keys("lease");
-        let settings = LockSettings {
-            lease: Some(Duration::from_millis(300)),
-            ..lock_settings(Duration::from_secs(10))
-        };
+        let settings = leased_settings(Duration::from_secs(10), Duration::from_millis(300));
         let take = |store: &mut ClusterStore| match acquire_and_read(
             store,
             keys.clone(),
@@ -1936,10 +1940,7 @@ mod cluster_tests {
     fn a_leased_save_keeps_the_longer_ttl_of_the_log_and_never_leaves_it_without_one() {
         let mut store = store();
         let keys = keys("log-ttl");
-        let settings = LockSettings {
-            lease: Some(Duration::from_secs(2)),
-            ..lock_settings(Duration::from_secs(10))
-        };
+        let settings = leased_settings(Duration::from_secs(10), Duration::from_secs(2));
         // The log as the save finds it: none yet, as the last save's TTL
         // left it, stretched (as a waiter whose lock_expire is longer does
         // when it queues), or gone since the take read it.
@@ -1976,10 +1977,7 @@ mod cluster_tests {
 
     /// A leased acquisition with a secret of another process.
     fn leased_process(keys: &LockKeys, lock_expire: Duration, lease: Duration) -> Acquisition {
-        let settings = LockSettings {
-            lease: Some(lease),
-            ..lock_settings(lock_expire)
-        };
+        let settings = leased_settings(lock_expire, lease);
         let mut acquisition =
             Acquisition::new(keys.clone(), &settings, None, Instant::now()).unwrap();
         acquisition.held.secret = random_hex::<16>().unwrap();
