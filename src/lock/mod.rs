@@ -1985,13 +1985,13 @@ mod cluster_tests {
         acquisition
     }
 
-    /// Review of 2384656: a leased holder that read no log, whose renewal
-    /// made `~<secret>`, which a waiter with a longer lock_expire then
-    /// stretched: the old script kept that longer TTL (KEEPTTL + PEXPIRE
-    /// GT, since the log existed); the new one sends `new_log == secret`
-    /// and SETs the log PX its own, shorter lock_expire. The waiter handed
-    /// the lock, whose lease lapses before its first renewal, can then no
-    /// longer re-take it in its save although nobody saved since its read.
+    /// A leased holder that read no log, whose renewal made `~<secret>`,
+    /// which a waiter with a longer lock_expire then stretched: its save
+    /// (whose new log is its secret alone) keeps that longer TTL. Were the
+    /// log SET PX the holder's own, shorter lock_expire (as a review found
+    /// the sent log doing at first), the waiter handed the lock, whose lease
+    /// lapses before its first renewal, could no longer re-take it in its
+    /// save although nobody saved since its read.
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
     fn a_save_after_reading_no_log_keeps_the_ttl_a_waiter_stretched() {
@@ -2073,15 +2073,15 @@ mod cluster_tests {
         }
     }
 
-    /// Review of 2384656: a failover undoes a hand-over (and the save that
-    /// made it), the waiter's queue entry comes back and a later release
-    /// hands it the lock again; meanwhile another holder saved. The
-    /// waiter's write is fenced off, but its touch (lazy_write) or destroy
-    /// has no fence: it logs itself before the log of the undone hand-over,
-    /// which names a save the new primary never had and drops the one it
-    /// had. The old script logged itself before the log it found. The
-    /// dropped saver's repeat after a lost reply is refused (a false
-    /// "Session lock expired"), and the undone saver's repeat is
+    /// A failover undoes a hand-over (and the save that made it), the
+    /// waiter's queue entry comes back and a later release hands it the
+    /// lock again; meanwhile another holder saved. The waiter's write is
+    /// fenced off, but its touch (lazy_write) or destroy has no fence: it
+    /// must log itself before the log it finds, not the one of the undone
+    /// hand-over it read, which names a save the new primary never had and
+    /// drops the one it had (as a review found the sent log doing at
+    /// first). Else the dropped saver's repeat after a lost reply is
+    /// refused (a false "Session lock expired"), and the undone saver's repeat is
     /// acknowledged although its write is gone.
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
