@@ -12,7 +12,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 if [ "${1:-}" = --quick ]; then
-    exec "${2:?usage: scripts/slow-checks.sh --quick TEST_BINARY}" lock::model::quick --ignored --nocapture --test-threads=1
+    exec "${2:?usage: scripts/slow-checks.sh --quick TEST_BINARY}" lock::model::quick \
+        lock::model::serving::tests::a_stall_then_a_failover --ignored --nocapture --test-threads=1
 fi
 test_bin=${1:?usage: scripts/slow-checks.sh [--quick] TEST_BINARY}
 
@@ -24,5 +25,6 @@ fi
 grep -q 'needs panic = "unwind"' <<<"$out" || die "panic = \"abort\" build failed for another reason: $out"
 log "a panic = \"abort\" build is refused"
 # (The quick configurations are the model stage's, which --all runs too.)
-"$test_bin" lock::model::tests lock::model::leases --ignored --nocapture --test-threads=1
+"$test_bin" lock::model::tests lock::model::leases lock::model::serving::tests::two_holders \
+    --ignored --nocapture --test-threads=1
 PROPTEST_CASES=1000000 "$test_bin" fuzz

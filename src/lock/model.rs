@@ -59,6 +59,7 @@
 
 pub(crate) mod node;
 pub(crate) mod server;
+pub(crate) mod serving;
 
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, LazyLock};
