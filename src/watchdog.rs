@@ -36,15 +36,15 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
+use redis::{RedisError, Value};
 
-use crate::cluster::{Cluster, Request};
+use crate::cluster::{Cluster, Request, error_kind};
 use crate::config::ConnectionConfig;
 use crate::keys::hash_slot;
 use crate::link::refused_at_maxclients;
 use crate::lock::{renewal_call, renewal_ttl};
+use crate::script::{no_script, script_command};
 use crate::stats;
-use crate::store::script_command;
 
 /// A renewal that failed (no answer in time, `BUSY`, a refused connection)
 /// is tried again this soon while the lease lasts, then after pauses that
@@ -695,7 +695,7 @@ fn renew(clusters: &mut Vec<(Arc<ConnectionConfig>, Cluster)>, due: &[Renewal]) 
             let renewal = &due[index];
             let reply = match reply {
                 // A primary that lost its scripts (a restart, a failover).
-                Ok(replies) if no_script(&replies) => {
+                Ok(replies) if matches!(&replies[..], [reply] if no_script(reply)) => {
                     let packed = renew_command(renewal, Verb::Eval);
                     cluster.request(&renew_request(renewal, config, &packed))
                 }
@@ -708,12 +708,12 @@ fn renew(clusters: &mut Vec<(Arc<ConnectionConfig>, Cluster)>, due: &[Renewal]) 
                 },
                 Ok([Value::Int(0)]) => Outcome::Lost,
                 Ok([Value::ServerError(error)]) => {
-                    stats::error(crate::store::error_kind(&RedisError::from(error.clone())));
+                    stats::error(error_kind(&RedisError::from(error.clone())));
                     Outcome::Failed { full_node: false }
                 }
                 Ok(_) => Outcome::Failed { full_node: false },
                 Err(failure) => {
-                    stats::error(crate::store::error_kind(&failure.error));
+                    stats::error(error_kind(&failure.error));
                     Outcome::Failed {
                         full_node: refused_at_maxclients(&failure.error).is_some(),
                     }
@@ -766,11 +766,6 @@ fn renew_request<'a>(
         may_fall_back: false,
         wait_if_full: true,
     }
-}
-
-fn no_script(replies: &[Value]) -> bool {
-    matches!(replies, [Value::ServerError(error)]
-        if RedisError::from(error.clone()).kind() == ErrorKind::Server(ServerErrorKind::NoScript))
 }
 
 /// A `timerfd` on the monotonic clock: the thread blocks reading it, the
