@@ -23,7 +23,6 @@ use crate::resp::{Decimal, pack, packed, packed_size};
 use crate::script::{LuaScript, no_script, script_command};
 use crate::settings::{ReleaseCommand, ReplicaAck};
 use crate::stats;
-use crate::watchdog::{self, Watched};
 
 /// A reply, in the few shapes the session logic reads.
 #[derive(Clone, Debug, PartialEq)]
@@ -199,10 +198,10 @@ pub trait LockStore {
         command: ReleaseCommand,
         queue: &[u8],
     ) -> Result<Option<(bool, u64)>>;
-    /// Has the watchdog renew the lease of a lock just taken (see
-    /// [`crate::watchdog::watch`]); stores of tests renew nothing.
-    fn watch(&mut self, _lock: Watched) -> std::io::Result<()> {
-        Ok(())
+    /// The cluster on which the leases of the locks taken here are renewed;
+    /// `None` for the stores of tests, whose leases nobody renews.
+    fn renewal_config(&self) -> Option<&Rc<ConnectionConfig>> {
+        None
     }
     /// A release is next: it has at least [`release_grace`] of the PHP call's
     /// budget, however little a failed write before it left.
@@ -775,8 +774,8 @@ impl SessionStore for ClusterStore {
 }
 
 impl LockStore for ClusterStore {
-    fn watch(&mut self, lock: Watched) -> std::io::Result<()> {
-        watchdog::watch(&self.config, lock)
+    fn renewal_config(&self) -> Option<&Rc<ConnectionConfig>> {
+        Some(&self.config)
     }
 
     fn leave_grace_for_release(&mut self) {

@@ -846,6 +846,16 @@ pub fn acquire_and_read(
     Ok((outcome, waited))
 }
 
+/// Has the watchdog renew the lease of `held`, just taken on `store` (see
+/// [`watchdog::watch`]): nothing without a lease, or on a store of tests. An
+/// error when the watchdog's thread cannot start: the lock then lives one lease.
+pub fn watch(store: &impl LockStore, held: &HeldLock) -> std::io::Result<()> {
+    match (held.lease(), store.renewal_config()) {
+        (Some(lease), Some(config)) => watchdog::watch(config, lease),
+        _ => Ok(()),
+    }
+}
+
 /// The secret a hand-over is for, the log of savers it names (`None` from
 /// the previous release) and the data.
 type HandOver<'a> = (&'a [u8], Option<&'a [u8]>, Option<Vec<u8>>);
