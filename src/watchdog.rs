@@ -895,6 +895,7 @@ impl Timer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lock::RENEWAL;
 
     #[test]
     fn a_lock_name_keeps_its_key_secret_and_fence_apart() {
@@ -910,7 +911,7 @@ mod tests {
                     lease: Duration::from_secs(1),
                     taken_at: Instant::now(),
                     lock_expire: Duration::from_secs(30),
-                    script: &crate::lock::RENEWAL,
+                    script: &RENEWAL,
                 },
             );
             assert_eq!(name.lock_key(), b"{s}_LOCK");
@@ -937,10 +938,10 @@ mod tests {
                     lease,
                     taken_at: now,
                     lock_expire: Duration::from_secs(60),
-                    script: &crate::lock::RENEWAL,
+                    script: &RENEWAL,
                 },
             ),
-            script: &crate::lock::RENEWAL,
+            script: &RENEWAL,
             lease,
             taken_at: now,
             lock_expire: Duration::from_secs(30),
