@@ -1101,6 +1101,29 @@ pub fn is_transient(err: &RedisError) -> bool {
             || err.is_connection_dropped())
 }
 
+/// The kind of error the stats count `err` as.
+pub fn error_kind(err: &RedisError) -> stats::ErrorKind {
+    let text = err.to_string();
+    if text.contains("certificate") || text.contains("TLS") || text.contains("tls") {
+        return stats::ErrorKind::Tls;
+    }
+    if err.is_timeout() {
+        return stats::ErrorKind::Timeout;
+    }
+    match err.kind() {
+        ErrorKind::AuthenticationFailed | ErrorKind::Server(ServerErrorKind::NoPerm) => {
+            stats::ErrorKind::Auth
+        }
+        _ if text.contains("AuthenticationFailed") || text.contains("WRONGPASS") => {
+            stats::ErrorKind::Auth
+        }
+        _ if err.code() == Some("OOM") => stats::ErrorKind::Oom,
+        ErrorKind::Io => stats::ErrorKind::Io,
+        _ if is_transient(err) => stats::ErrorKind::Cluster,
+        _ => stats::ErrorKind::Server,
+    }
+}
+
 mod fallback;
 mod shared_map;
 pub use crate::stats::ReadFrom;

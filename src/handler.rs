@@ -358,9 +358,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         }
         let (data, warning) = match acquired {
             Acquired::Locked(held, data) => {
-                if let Some(lease) = held.lease()
-                    && let Err(err) = self.store.watch(lease)
-                {
+                if let Err(err) = lock::watch(&self.store, &held) {
                     self.messages.push(Message::Warning(format!(
                         "rediscluster: no watchdog to renew the lock's lease ({err}): it lasts {} ms",
                         lock_settings.lease.unwrap_or_default().as_millis()

@@ -11,7 +11,8 @@
 //! `store` (the storage interfaces and their cluster implementation),
 //! `config` (how to reach a cluster), `cluster` (slot map, redirects and
 //! retries), `link` (one node connection), `resolve` (host names, within the
-//! connect's deadline), `resp` (packing commands, parsing replies), `stats` (the
+//! connect's deadline), `poll` (waiting on sockets), `resp` (packing commands,
+//! parsing replies), `stats` (the
 //! counters behind `rediscluster_session_stats()`) and `watchdog` (the thread
 //! that renews the leases of held locks).
 
@@ -24,6 +25,7 @@ pub mod keys;
 pub mod lifetime;
 pub mod link;
 pub mod lock;
+pub mod poll;
 pub mod request;
 pub mod resolve;
 pub mod resp;

@@ -36,7 +36,7 @@ use std::os::fd::AsRawFd;
 use std::sync::{Mutex, TryLockError};
 use std::time::{Duration, Instant};
 
-use crate::link::first_readable;
+use crate::poll::first_readable;
 
 const HOSTS: &str = "/etc/hosts";
 const RESOLV_CONF: &str = "/etc/resolv.conf";

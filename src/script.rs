@@ -3,6 +3,10 @@
 
 use std::sync::OnceLock;
 
+use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
+
+use crate::resp::{Decimal, pack_parts};
+
 pub struct LuaScript {
     source: &'static str,
     sha1: OnceLock<String>,
@@ -24,4 +28,18 @@ impl LuaScript {
         self.sha1
             .get_or_init(|| redis::Script::new(self.source).get_hash().to_owned())
     }
+}
+
+/// EVAL/EVALSHA, packed into `out`.
+pub fn script_command(out: &mut Vec<u8>, verb: &str, body: &str, keys: &[&[u8]], args: &[&[u8]]) {
+    let key_count = Decimal::from(keys.len() as u64);
+    let head: &[&[u8]] = &[verb.as_bytes(), body.as_bytes(), key_count.as_bytes()];
+    pack_parts(out, &[head, keys, args]);
+}
+
+/// The reply of an EVALSHA of a script the server does not have (a restart,
+/// a failover lost it): EVAL sends it again.
+pub fn no_script(reply: &Value) -> bool {
+    matches!(reply, Value::ServerError(error)
+        if RedisError::from(error.clone()).kind() == ErrorKind::Server(ServerErrorKind::NoScript))
 }

@@ -11,19 +11,18 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
+use redis::{RedisError, Value};
 
 use crate::budget;
-use crate::cluster::{Cluster, ReadFrom, Request, Unreachable, is_redirect, is_transient};
+use crate::cluster::{Cluster, ReadFrom, Request, Unreachable, error_kind, is_redirect};
 use crate::config::ConnectionConfig;
 use crate::keys::{LockKeys, hash_slot};
 use crate::lifetime::Expiry;
 use crate::link;
-use crate::resp::{Decimal, pack, pack_parts, packed, packed_size};
-use crate::script::LuaScript;
+use crate::resp::{Decimal, pack, packed, packed_size};
+use crate::script::{LuaScript, no_script, script_command};
 use crate::settings::{ReleaseCommand, ReplicaAck};
 use crate::stats;
-use crate::watchdog::{self, Watched};
 
 /// A reply, in the few shapes the session logic reads.
 #[derive(Clone, Debug, PartialEq)]
@@ -199,10 +198,10 @@ pub trait LockStore {
         command: ReleaseCommand,
         queue: &[u8],
     ) -> Result<Option<(bool, u64)>>;
-    /// Has the watchdog renew the lease of a lock just taken (see
-    /// [`crate::watchdog::watch`]); stores of tests renew nothing.
-    fn watch(&mut self, _lock: Watched) -> std::io::Result<()> {
-        Ok(())
+    /// The cluster on which the leases of the locks taken here are renewed;
+    /// `None` for the stores of tests, whose leases nobody renews.
+    fn renewal_config(&self) -> Option<&Rc<ConnectionConfig>> {
+        None
     }
     /// A release is next: it has at least [`release_grace`] of the PHP call's
     /// budget, however little a failed write before it left.
@@ -495,9 +494,7 @@ impl ClusterStore {
             )
         };
         let mut replies = send("EVALSHA", script.sha1())?;
-        let no_script = matches!(replies.first(), Some(Value::ServerError(err))
-            if RedisError::from(err.clone()).kind() == ErrorKind::Server(ServerErrorKind::NoScript));
-        if no_script {
+        if replies.first().is_some_and(no_script) {
             replies = send("EVAL", script.source())?;
         }
         let mut replies = replies.into_iter();
@@ -541,19 +538,6 @@ impl ClusterStore {
     }
 }
 
-/// EVAL/EVALSHA, packed into `out`.
-pub(crate) fn script_command(
-    out: &mut Vec<u8>,
-    verb: &str,
-    body: &str,
-    keys: &[&[u8]],
-    args: &[&[u8]],
-) {
-    let key_count = Decimal::from(keys.len() as u64);
-    let head: &[&[u8]] = &[verb.as_bytes(), body.as_bytes(), key_count.as_bytes()];
-    pack_parts(out, &[head, keys, args]);
-}
-
 /// The replica count a `WAIT` answered.
 fn acked(value: Option<Value>) -> Result<u32> {
     match reply(value)? {
@@ -589,28 +573,6 @@ fn server_reply(value: Value) -> Result<Reply, RedisError> {
 fn failed(err: &RedisError, context: &str) -> anyhow::Error {
     stats::error(error_kind(err));
     anyhow!("{context}: {err}")
-}
-
-pub(crate) fn error_kind(err: &RedisError) -> stats::ErrorKind {
-    let text = err.to_string();
-    if text.contains("certificate") || text.contains("TLS") || text.contains("tls") {
-        return stats::ErrorKind::Tls;
-    }
-    if err.is_timeout() {
-        return stats::ErrorKind::Timeout;
-    }
-    match err.kind() {
-        ErrorKind::AuthenticationFailed | ErrorKind::Server(ServerErrorKind::NoPerm) => {
-            stats::ErrorKind::Auth
-        }
-        _ if text.contains("AuthenticationFailed") || text.contains("WRONGPASS") => {
-            stats::ErrorKind::Auth
-        }
-        _ if err.code() == Some("OOM") => stats::ErrorKind::Oom,
-        ErrorKind::Io => stats::ErrorKind::Io,
-        _ if is_transient(err) => stats::ErrorKind::Cluster,
-        _ => stats::ErrorKind::Server,
-    }
 }
 
 fn unexpected(what: &str, reply: &Reply) -> anyhow::Error {
@@ -812,8 +774,8 @@ impl SessionStore for ClusterStore {
 }
 
 impl LockStore for ClusterStore {
-    fn watch(&mut self, lock: Watched) -> std::io::Result<()> {
-        watchdog::watch(&self.config, lock)
+    fn renewal_config(&self) -> Option<&Rc<ConnectionConfig>> {
+        Some(&self.config)
     }
 
     fn leave_grace_for_release(&mut self) {

@@ -12,13 +12,13 @@
 //!   arm and disarm under the registry's mutex. A request that ends before
 //!   its first renewal costs two `timerfd_settime` calls and never wakes the
 //!   thread; an idle worker's thread never wakes.
-//! - Renewal: every third of the lease ([`interval`]), [`RENEW_LEASE`](crate::lock::RENEW_LEASE) for
-//!   each lock due, pipelined per primary, over the thread's own connections
-//!   (a request's are its thread's), made with the registering request's
-//!   save_path settings by the cluster code the requests use: redirects,
-//!   `TRYAGAIN`, refused connections and retries as there, each call within
-//!   what is left of the lease. The connections are kept while locks are
-//!   held and closed once none is.
+//! - Renewal: every third of the lease ([`interval`]), the lock protocol's
+//!   script ([`RenewalScript`]) for each lock due, pipelined per primary,
+//!   over the thread's own connections (a request's are its thread's), made
+//!   with the registering request's save_path settings by the cluster code
+//!   the requests use: redirects, `TRYAGAIN`, refused connections and
+//!   retries as there, each call within what is left of the lease. The
+//!   connections are kept while locks are held and closed once none is.
 //! - Fork: the registry belongs to the process that made it. A forked child
 //!   never touches its parent's (the thread may have held its mutex at the
 //!   fork), has no thread, never renews the locks it inherited (they are its
@@ -36,15 +36,14 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use redis::{ErrorKind, RedisError, ServerErrorKind, Value};
+use redis::{RedisError, Value};
 
-use crate::cluster::{Cluster, Request};
+use crate::cluster::{Cluster, Request, error_kind};
 use crate::config::ConnectionConfig;
 use crate::keys::hash_slot;
 use crate::link::refused_at_maxclients;
-use crate::lock::{renewal_call, renewal_ttl};
+use crate::script::{LuaScript, no_script, script_command};
 use crate::stats;
-use crate::store::script_command;
 
 /// A renewal that failed (no answer in time, `BUSY`, a refused connection)
 /// is tried again this soon while the lease lasts, then after pauses that
@@ -69,6 +68,28 @@ pub fn interval(lease: Duration) -> Duration {
     lease / 3
 }
 
+/// How a lease is renewed, as the lock protocol that holds the lock says:
+/// the script, and what a call of it sends.
+pub struct RenewalScript {
+    pub lua: &'static LuaScript,
+    pub keys_and_args: RenewalArgs,
+}
+
+/// Calls `send` with the keys and arguments of a renewal of `lock_key`,
+/// held with `secret`, for `ttl`, that keeps its `fence` for what is `left`
+/// of `lock_expire`.
+pub type RenewalArgs = fn(
+    lock_key: &[u8],
+    secret: &[u8],
+    ttl: Duration,
+    fence: Option<&[u8]>,
+    left: Duration,
+    send: &mut KeysAndArgs,
+);
+
+/// What takes a script call's keys and arguments.
+pub type KeysAndArgs<'a> = dyn FnMut(&[&[u8]], &[&[u8]]) + 'a;
+
 /// A lock as the watchdog renews it.
 pub struct Watched<'a> {
     pub lock_key: &'a [u8],
@@ -80,28 +101,47 @@ pub struct Watched<'a> {
     pub taken_at: Instant,
     /// Renewed no further than this from `taken_at`.
     pub lock_expire: Duration,
+    pub script: &'static RenewalScript,
 }
 
 #[cfg(test)]
 impl Watched<'_> {
-    /// What the watchdog sends for this lock at `now` (see [`renewal_call`]);
-    /// `None` once `lock_expire` has passed since the take.
+    /// What the watchdog sends for this lock at `now`: `call` with the
+    /// script, keys and arguments; `None` once `lock_expire` has passed
+    /// since the take.
     pub(crate) fn renewal_call<R>(
         &self,
         now: Instant,
-        call: impl FnOnce(&crate::script::LuaScript, &[&[u8]], &[&[u8]]) -> R,
+        call: impl FnOnce(&LuaScript, &[&[u8]], &[&[u8]]) -> R,
     ) -> Option<R> {
         let ttl = renewal_ttl(self.lease, self.taken_at, self.lock_expire, now)?;
         let left = renewal_ttl(self.lock_expire, self.taken_at, self.lock_expire, now)?;
-        Some(renewal_call(
+        let mut call = Some(call);
+        let mut reply = None;
+        (self.script.keys_and_args)(
             self.lock_key,
             self.secret,
             ttl,
             self.fence,
             left,
-            call,
-        ))
+            &mut |keys, args| reply = call.take().map(|call| call(self.script.lua, keys, args)),
+        );
+        reply
     }
+}
+
+/// The TTL a lease renewed at `now` gets: the lease, cut to what is left of
+/// `lock_expire` since `taken_at`; `None` once nothing (under 1 ms) is left,
+/// when the renewals stop and the lock lapses.
+pub fn renewal_ttl(
+    lease: Duration,
+    taken_at: Instant,
+    lock_expire: Duration,
+    now: Instant,
+) -> Option<Duration> {
+    let left = lock_expire.checked_sub(now.saturating_duration_since(taken_at))?;
+    let left = Duration::from_millis(u64::try_from(left.as_millis()).unwrap_or(u64::MAX));
+    (!left.is_zero()).then(|| left.min(lease))
 }
 
 /// What `rediscluster_session_lock_info()` shows of a lock this process renews.
@@ -158,6 +198,7 @@ struct Entry {
     owner: u64,
     config: Arc<ConnectionConfig>,
     name: LockName,
+    script: &'static RenewalScript,
     lease: Duration,
     taken_at: Instant,
     /// No renewal past `taken_at` + this.
@@ -272,7 +313,7 @@ pub fn watch(config: &Rc<ConnectionConfig>, lock: Watched) -> io::Result<()> {
     }
     // Started by the first lock, and again if a panic ever ended it.
     if state.thread.as_ref().is_none_or(JoinHandle::is_finished) {
-        state.thread = Some(start_thread(watchdog)?);
+        state.thread = Some(start_thread(watchdog, lock.script.lua)?);
     }
     let id = state.next_id;
     state.next_id += 1;
@@ -282,6 +323,7 @@ pub fn watch(config: &Rc<ConnectionConfig>, lock: Watched) -> io::Result<()> {
         owner: OWNER.with(|owner| *owner),
         config,
         name,
+        script: lock.script,
         lease,
         taken_at: lock.taken_at,
         lock_expire: lock.lock_expire,
@@ -442,10 +484,10 @@ fn pin_library() {
 
 /// Starts the thread with every signal blocked from its first instruction:
 /// the mask is inherited from the thread that creates it.
-fn start_thread(watchdog: &'static Watchdog) -> io::Result<JoinHandle<()>> {
-    // Made here, on a PHP thread: a fork while the thread made it would
-    // leave the child's copy of its `OnceLock` busy for ever.
-    crate::lock::RENEW_LEASE.sha1();
+fn start_thread(watchdog: &'static Watchdog, script: &LuaScript) -> io::Result<JoinHandle<()>> {
+    // The renewal script's SHA1, made here, on a PHP thread: a fork while the
+    // thread made it would leave the child's copy of its `OnceLock` busy for ever.
+    script.sha1();
     let previous = block_signals(None);
     let started = std::thread::Builder::new()
         .name("rcs-watchdog".into())
@@ -487,6 +529,7 @@ struct Renewal {
     id: u64,
     config: Arc<ConnectionConfig>,
     name: LockName,
+    script: &'static RenewalScript,
     ttl: Duration,
     /// What is left of `lock_expire`: how long the log of savers must last.
     left: Duration,
@@ -607,6 +650,7 @@ fn due_renewals(state: &mut State, now: Instant) -> Vec<Renewal> {
             id: entry.id,
             config: entry.config.clone(),
             name: entry.name.clone(),
+            script: entry.script,
             ttl,
             left: renewal_ttl(entry.lock_expire, entry.taken_at, entry.lock_expire, now)
                 .unwrap_or_default(),
@@ -695,7 +739,7 @@ fn renew(clusters: &mut Vec<(Arc<ConnectionConfig>, Cluster)>, due: &[Renewal]) 
             let renewal = &due[index];
             let reply = match reply {
                 // A primary that lost its scripts (a restart, a failover).
-                Ok(replies) if no_script(&replies) => {
+                Ok(replies) if matches!(&replies[..], [reply] if no_script(reply)) => {
                     let packed = renew_command(renewal, Verb::Eval);
                     cluster.request(&renew_request(renewal, config, &packed))
                 }
@@ -708,12 +752,12 @@ fn renew(clusters: &mut Vec<(Arc<ConnectionConfig>, Cluster)>, due: &[Renewal]) 
                 },
                 Ok([Value::Int(0)]) => Outcome::Lost,
                 Ok([Value::ServerError(error)]) => {
-                    stats::error(crate::store::error_kind(&RedisError::from(error.clone())));
+                    stats::error(error_kind(&RedisError::from(error.clone())));
                     Outcome::Failed { full_node: false }
                 }
                 Ok(_) => Outcome::Failed { full_node: false },
                 Err(failure) => {
-                    stats::error(crate::store::error_kind(&failure.error));
+                    stats::error(error_kind(&failure.error));
                     Outcome::Failed {
                         full_node: refused_at_maxclients(&failure.error).is_some(),
                     }
@@ -733,21 +777,21 @@ enum Verb {
 }
 
 fn renew_command(renewal: &Renewal, verb: Verb) -> Vec<u8> {
-    renewal_call(
+    let script = renewal.script.lua;
+    let (verb, body) = match verb {
+        Verb::EvalSha => ("EVALSHA", script.sha1()),
+        Verb::Eval => ("EVAL", script.source()),
+    };
+    let mut packed = Vec::new();
+    (renewal.script.keys_and_args)(
         renewal.name.lock_key(),
         renewal.name.secret(),
         renewal.ttl,
         renewal.name.fence(),
         renewal.left,
-        |script, keys, args| {
-            let mut packed = Vec::new();
-            match verb {
-                Verb::EvalSha => script_command(&mut packed, "EVALSHA", script.sha1(), keys, args),
-                Verb::Eval => script_command(&mut packed, "EVAL", script.source(), keys, args),
-            }
-            packed
-        },
-    )
+        &mut |keys, args| script_command(&mut packed, verb, body, keys, args),
+    );
+    packed
 }
 
 fn renew_request<'a>(
@@ -766,11 +810,6 @@ fn renew_request<'a>(
         may_fall_back: false,
         wait_if_full: true,
     }
-}
-
-fn no_script(replies: &[Value]) -> bool {
-    matches!(replies, [Value::ServerError(error)]
-        if RedisError::from(error.clone()).kind() == ErrorKind::Server(ServerErrorKind::NoScript))
 }
 
 /// A `timerfd` on the monotonic clock: the thread blocks reading it, the
@@ -856,6 +895,7 @@ impl Timer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lock::RENEWAL;
 
     #[test]
     fn a_lock_name_keeps_its_key_secret_and_fence_apart() {
@@ -871,6 +911,7 @@ mod tests {
                     lease: Duration::from_secs(1),
                     taken_at: Instant::now(),
                     lock_expire: Duration::from_secs(30),
+                    script: &RENEWAL,
                 },
             );
             assert_eq!(name.lock_key(), b"{s}_LOCK");
@@ -897,8 +938,10 @@ mod tests {
                     lease,
                     taken_at: now,
                     lock_expire: Duration::from_secs(60),
+                    script: &RENEWAL,
                 },
             ),
+            script: &RENEWAL,
             lease,
             taken_at: now,
             lock_expire: Duration::from_secs(30),
@@ -959,6 +1002,7 @@ mod tests {
 #[cfg(test)]
 mod cluster_tests {
     use super::*;
+    use crate::lock::RENEWAL;
     use crate::store::cluster_tests::{int, node, owners, store};
     use crate::store::{ClusterStore, Reply};
     use redis::cmd;
@@ -993,6 +1037,7 @@ mod cluster_tests {
             lease: LEASE,
             taken_at,
             lock_expire,
+            script: &RENEWAL,
         };
         watch(&config(), lock).unwrap();
     }
@@ -1310,6 +1355,7 @@ mod cluster_tests {
             lease: short,
             taken_at: taken,
             lock_expire: Duration::from_secs(60),
+            script: &RENEWAL,
         };
         watch(&config(), lock).unwrap();
         let started = Instant::now();
@@ -1331,6 +1377,7 @@ mod cluster_tests {
                     lease: short,
                     taken_at: Instant::now(),
                     lock_expire: Duration::from_secs(60),
+                    script: &RENEWAL,
                 };
                 let own = watch(&config(), child_lock).is_ok();
                 let stopped = stop();

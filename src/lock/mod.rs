@@ -45,7 +45,7 @@ use crate::stats;
 use crate::store::{
     LOG_KEPT_BYTES, LockStore, PlainRead, PlainTake, Reply, whole_millis, whole_seconds,
 };
-use crate::watchdog;
+use crate::watchdog::{self, KeysAndArgs, RenewalScript, renewal_ttl};
 
 // The waiters' judgement of a lease, checked by the model first (issue 48):
 // built for the tests until the waiting loop uses it.
@@ -55,11 +55,10 @@ pub(crate) mod heartbeat;
 pub(crate) mod model;
 mod scripts;
 
-pub(crate) use scripts::RENEW_LEASE;
 #[cfg(test)]
 pub(crate) use scripts::SCRIPTS;
 use scripts::{
-    ACQUIRE_AND_READ, DESTROY_AND_RELEASE, READ_AND_RENEW, RELEASE, TOUCH_AND_RELEASE,
+    ACQUIRE_AND_READ, DESTROY_AND_RELEASE, READ_AND_RENEW, RELEASE, RENEW_LEASE, TOUCH_AND_RELEASE,
     WRITE_AND_RELEASE,
 };
 
@@ -251,6 +250,7 @@ impl HeldLock {
             lease: leased.lease,
             taken_at: leased.taken_at,
             lock_expire: leased.lock_expire,
+            script: &RENEWAL,
         })
     }
 
@@ -353,26 +353,33 @@ fn log_head(log: &[u8]) -> &[u8] {
     log.split(|&byte| byte == b' ').next().unwrap_or_default()
 }
 
-/// Calls `call` with [`RENEW_LEASE`], its keys and arguments: a renewal of
-/// `lock`, held with `secret`, for `ttl` (see [`renewal_ttl`]); with a
-/// `fence` for a re-take, one that keeps the log of savers that fence for
-/// what is `left` of `lock_expire`. Its reply is 1 while the lock is still
-/// this holder's.
-pub(crate) fn renewal_call<R>(
+/// What the watchdog renews leases with: [`RENEW_LEASE`], its keys and
+/// arguments from [`renewal_keys_and_args`].
+pub(crate) static RENEWAL: RenewalScript = RenewalScript {
+    lua: &RENEW_LEASE,
+    keys_and_args: renewal_keys_and_args,
+};
+
+/// Calls `send` with the keys and arguments of a [`RENEW_LEASE`] call: a
+/// renewal of `lock`, held with `secret`, for `ttl` (see [`renewal_ttl`]);
+/// with a `fence` for a re-take, one that keeps the log of savers that
+/// fence for what is `left` of `lock_expire`. Its reply is 1 while the lock
+/// is still this holder's.
+fn renewal_keys_and_args(
     lock: &[u8],
     secret: &[u8],
     ttl: Duration,
     fence: Option<&[u8]>,
     left: Duration,
-    call: impl FnOnce(&LuaScript, &[&[u8]], &[&[u8]]) -> R,
-) -> R {
+    send: &mut KeysAndArgs,
+) {
     let ttl_ms = Decimal::from(whole_millis(ttl));
     let Some(fence) = fence else {
-        return call(&RENEW_LEASE, &[lock], &[secret, ttl_ms.as_bytes()]);
+        return send(&[lock], &[secret, ttl_ms.as_bytes()]);
     };
     let left_ms = Decimal::from(whole_millis(left));
     let args = [secret, ttl_ms.as_bytes(), left_ms.as_bytes(), fence];
-    call(&RENEW_LEASE, &[lock, &done_key(lock)], &args)
+    send(&[lock, &done_key(lock)], &args)
 }
 
 /// Calls `call` with `args` followed by `more` (the scripts read the
@@ -388,20 +395,6 @@ fn with_args<R>(args: &[&[u8]], more: &[&[u8]], call: impl FnOnce(&[&[u8]]) -> R
 
 /// The most arguments a script of the protocol takes (the acquire script: 12).
 const MOST_SCRIPT_ARGS: usize = 12;
-
-/// The TTL a lease renewed at `now` gets: the lease, cut to what is left of
-/// `lock_expire` since `taken_at`; `None` once nothing (under 1 ms) is left,
-/// when the renewals stop and the lock lapses.
-pub(crate) fn renewal_ttl(
-    lease: Duration,
-    taken_at: Instant,
-    lock_expire: Duration,
-    now: Instant,
-) -> Option<Duration> {
-    let left = lock_expire.checked_sub(now.saturating_duration_since(taken_at))?;
-    let left = Duration::from_millis(u64::try_from(left.as_millis()).unwrap_or(u64::MAX));
-    (!left.is_zero()).then(|| left.min(lease))
-}
 
 pub enum Acquired {
     /// The lock is ours; the data was read under it (`None`: no session yet).
@@ -855,6 +848,16 @@ pub fn acquire_and_read(
         _ => stats::lock_attempt(matches!(outcome, Acquired::Locked(..)), waited),
     }
     Ok((outcome, waited))
+}
+
+/// Has the watchdog renew the lease of `held`, just taken on `store` (see
+/// [`watchdog::watch`]): nothing without a lease, or on a store of tests. An
+/// error when the watchdog's thread cannot start: the lock then lives one lease.
+pub fn watch(store: &impl LockStore, held: &HeldLock) -> std::io::Result<()> {
+    match (held.lease(), store.renewal_config()) {
+        (Some(lease), Some(config)) => watchdog::watch(config, lease),
+        _ => Ok(()),
+    }
 }
 
 /// The secret a hand-over is for, the log of savers it names (`None` from
