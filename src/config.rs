@@ -1,6 +1,5 @@
-//! What both the router ([`crate::cluster`]) and a node connection
-//! ([`crate::link`]) need to know of a cluster: how to reach it, and a node's
-//! address.
+//! What both the router and a node connection need to know of a cluster:
+//! how to reach it, and a node's address.
 
 use std::time::Duration;
 

@@ -935,17 +935,18 @@ mod tests {
         holds("2 clients, 1 stall, 1 failover", model(2, 2, 1, 0, 12));
     }
 
-    /// Two holders and a waiter, a stall and a failover in one trace, and
-    /// a crash.
+    /// Two holders and a waiter, a stall longer than the window and a
+    /// failover in one trace. (With a crash too, it passed 26 M states
+    /// and 12 GB without an end: the crash is [`a_dead_holder`]'s.)
     #[test]
-    #[ignore = "exhaustive, minutes: scripts/test.sh --all runs it, optimised"]
-    fn two_holders_a_waiter_a_stall_a_failover_and_a_crash() {
+    #[ignore = "exhaustive, a minute: scripts/test.sh --all runs it, optimised"]
+    fn two_holders_a_waiter_a_stall_and_a_failover() {
         let model = ServingModel {
             stall_ticks: vec![6],
             begin_by: 2,
-            ..model(3, 2, 1, 1, 12)
+            ..model(3, 2, 1, 0, 12)
         };
-        holds("3 clients, 1 stall, 1 failover, 1 crash", model);
+        holds("3 clients, 1 stall, 1 failover", model);
     }
 
     #[test]
