@@ -25,6 +25,5 @@ fi
 grep -q 'needs panic = "unwind"' <<<"$out" || die "panic = \"abort\" build failed for another reason: $out"
 log "a panic = \"abort\" build is refused"
 # (The quick configurations are the model stage's, which --all runs too.)
-"$test_bin" lock::model::tests lock::model::leases lock::model::serving::tests::two_holders \
-    --ignored --nocapture --test-threads=1
+"$test_bin" lock::model::tests lock::model::leases --ignored --nocapture --test-threads=1
 PROPTEST_CASES=1000000 "$test_bin" fuzz
