@@ -29,7 +29,9 @@
  * - errors: every failed command or connection attempt by kind, retried ones included.
  * - lease_renewals, lease_renewal_failures: lock leases the watchdog renewed, and
  *   renewals that failed (retried while the lease lasted); locks_lost_to_expiry:
- *   renewals that found another holder or none (rediscluster_session.lock_lease_ms).
+ *   renewals that found another holder or none (rediscluster_session.lock_lease_ms);
+ *   locks_broken: locks this process's waiters broke, their holder's heartbeat
+ *   having stood still for a lease while the server served.
  * - shared_slot_map_refused: 1 when this process shared no slot map because the
  *   shared map's directory in /dev/shm was not its user's own and private.
  *
@@ -50,6 +52,7 @@
  *     lease_renewals: int,
  *     lease_renewal_failures: int,
  *     locks_lost_to_expiry: int,
+ *     locks_broken: int,
  *     shared_slot_map_refused: int
  * }
  */

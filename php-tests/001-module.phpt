@@ -84,6 +84,7 @@ stats: errors => io=0, timeout=0, cluster=0, auth=0, tls=0, oom=0, server=0
 stats: lease_renewals => 0
 stats: lease_renewal_failures => 0
 stats: locks_lost_to_expiry => 0
+stats: locks_broken => 0
 stats: shared_slot_map_refused => 0
 Registered save handlers => files user rediscluster 
 bool(true)

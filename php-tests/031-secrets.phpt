@@ -72,13 +72,13 @@ $shown .= $out;
 // A lock secret: hold a lock, read its secret, and make every kind of lock warning happen.
 $sid = 'aclsecret' . bin2hex(random_bytes(6));
 $ini = rcs_locking(['session.save_path' => $auth($password), 'redis.session.lock_expire' => '1']);
-$holder = rcs_spawn("session_id('$sid'); session_start(); usleep(1500000); \$_SESSION['v'] = 2; $collect session_write_close();", $ini);
+$holder = rcs_spawn("session_id('$sid'); session_start(); usleep(2500000); \$_SESSION['v'] = 2; $collect session_write_close();", $ini);
 rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($sid)) === 1);
 $secret = rcs_cmd('GET', rcs_lock_key($sid));
 $shown .= rcs_php("$collect session_id('$sid'); session_start();", $ini + ['redis.session.lock_retries' => '1', 'redis.session.lock_wait_time' => '1000']);
 $shown .= rcs_php("$collect session_id('$sid'); session_start(['read_and_close' => true]);",
     $ini + ['redis.session.lock_retries' => '1', 'redis.session.lock_wait_time' => '1000', 'redis.session.lock_failure_readonly' => '1']);
-$out = rcs_wait($holder);   // its lock expired after 1 s: "Session lock expired"
+$out = rcs_wait($holder);   // its lock expired after 2 s (lock_expire and the lease): "Session lock expired"
 echo str_contains($out, 'Session lock expired') ? "lost lock: warned\n" : $out;
 $shown .= $out;
 

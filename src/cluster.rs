@@ -291,6 +291,12 @@ impl Cluster {
     /// Sends the request to its slot's primary and returns the replies,
     /// following redirects and retrying until its deadline. Error replies
     /// other than redirects come back as `Value::ServerError`.
+    /// The primary this map names for `slot`, if any.
+    pub fn primary_of(&self, slot: u16) -> Option<&NodeAddr> {
+        let index = *self.slots.get(usize::from(slot))?;
+        self.nodes.get(usize::from(index)).map(|node| &node.addr)
+    }
+
     pub fn request(&mut self, request: &Request) -> Result<Vec<Value>, Failure> {
         self.forget_if_forked();
         let mut ask: Option<NodeAddr> = None;

@@ -113,6 +113,17 @@ fn slow_wait_notice(sid: &[u8], waited: Duration, threshold: Duration) -> String
     )
 }
 
+/// A waiter broke the lock of a holder whose heartbeat stood still for the
+/// lease `window` of the server's serving: that holder died, or was stopped
+/// or cut off from its primary; its save, if it ever comes, stores nothing.
+fn broke_lock_warning(sid: &[u8], window: Duration) -> String {
+    format!(
+        "rediscluster: took over the lock of session {}: its holder's heartbeat stood still for {} ms while the server served (rediscluster_session.lock_lease_ms); a save of that holder stores nothing",
+        session_digest(sid),
+        window.as_millis()
+    )
+}
+
 /// A session named in the log by the first 12 hex digits of its id's SHA-256.
 fn session_digest(sid: &[u8]) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, sid);
@@ -358,10 +369,23 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
         }
         let (data, warning) = match acquired {
             Acquired::Locked(held, data) => {
+                if let Some(window) = held.broke {
+                    self.messages
+                        .push(Message::Warning(broke_lock_warning(sid, window)));
+                }
                 if let Err(err) = lock::watch(&self.store, &held) {
+                    // Without renewals its heartbeat would stand still: it
+                    // goes, and no waiter breaks the lock (as with lease 0).
+                    let dropped = held
+                        .heartbeat()
+                        .is_none_or(|beat| self.store.delete(&[beat]).is_ok());
                     self.messages.push(Message::Warning(format!(
-                        "rediscluster: no watchdog to renew the lock's lease ({err}): it lasts {} ms",
-                        lock_settings.lease.unwrap_or_default().as_millis()
+                        "rediscluster: no watchdog to renew the lock's lease ({err}): {}",
+                        if dropped {
+                            "the lock lasts redis.session.lock_expire, as with rediscluster_session.lock_lease_ms=0"
+                        } else {
+                            "a waiter may take it over after rediscluster_session.lock_lease_ms"
+                        }
                     )));
                 }
                 let stored = held.lifetime;

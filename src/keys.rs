@@ -171,6 +171,14 @@ impl LockKeys {
     pub fn next(&self, secret: &str) -> Vec<u8> {
         [&self.lock[..], b"_NEXT_", secret.as_bytes()].concat()
     }
+
+    /// `<lock>_BEAT_<secret>`: the heartbeat of the holder with this secret,
+    /// which its renewals move (see `lock::heartbeat`). Only the holder makes
+    /// it, when it takes the lock or queues for it: a lock whose holder has
+    /// none (an older release's, a lease of 0) is never broken.
+    pub fn beat(&self, secret: &[u8]) -> Vec<u8> {
+        beat_key(&self.lock, secret)
+    }
 }
 
 /// What a lock key's log of savers adds to it (see [`LockKeys::done`]).
@@ -180,6 +188,12 @@ const DONE_SUFFIX: &[u8] = b"_DONE";
 /// key alone, as the watchdog knows it.
 pub fn done_key(lock: &[u8]) -> Vec<u8> {
     [lock, DONE_SUFFIX].concat()
+}
+
+/// The heartbeat of `lock`'s holder with `secret` (see [`LockKeys::beat`]),
+/// made from the lock key alone, as the watchdog knows it.
+pub fn beat_key(lock: &[u8], secret: &[u8]) -> Vec<u8> {
+    [lock, b"_BEAT_", secret].concat()
 }
 
 /// The bytes Redis hashes for a key with a hash tag: between the first `{`

@@ -162,6 +162,7 @@ struct Counters {
     lease_renewals: AtomicU64,
     lease_renewal_failures: AtomicU64,
     locks_lost_to_expiry: AtomicU64,
+    locks_broken: AtomicU64,
     shared_slot_map_refused: AtomicU64,
 }
 
@@ -187,6 +188,7 @@ impl Counters {
             lease_renewals: AtomicU64::new(0),
             lease_renewal_failures: AtomicU64::new(0),
             locks_lost_to_expiry: AtomicU64::new(0),
+            locks_broken: AtomicU64::new(0),
             shared_slot_map_refused: AtomicU64::new(0),
         }
     }
@@ -407,6 +409,12 @@ pub fn lease_lost() {
     bump(|c| &c.locks_lost_to_expiry);
 }
 
+/// A waiter broke a lock whose holder's heartbeat stood still for a lease
+/// of the server's serving (see `lock::heartbeat`).
+pub fn lock_broken() {
+    bump(|c| &c.locks_broken);
+}
+
 /// A process found the shared slot map's directory not its user's own and
 /// private: it shares no map (counted once per process).
 pub fn shared_slot_map_refused() {
@@ -485,6 +493,7 @@ pub fn snapshot() -> Vec<(&'static str, Stat)> {
         ("lease_renewals", count(&c.lease_renewals)),
         ("lease_renewal_failures", count(&c.lease_renewal_failures)),
         ("locks_lost_to_expiry", count(&c.locks_lost_to_expiry)),
+        ("locks_broken", count(&c.locks_broken)),
         ("shared_slot_map_refused", count(&c.shared_slot_map_refused)),
     ]
 }
@@ -504,7 +513,7 @@ pub fn prometheus_text() -> String {
         }
     };
     let one = |value: u64| [(String::new(), value as f64)];
-    let plain: [(&str, &str, &AtomicU64); 10] = [
+    let plain: [(&str, &str, &AtomicU64); 11] = [
         ("requests_total", "Sessions opened.", &c.requests),
         (
             "locks_acquired_total",
@@ -545,6 +554,11 @@ pub fn prometheus_text() -> String {
             "locks_lost_to_expiry_total",
             "Locks whose renewal found another holder or none: the lease had run out while the request ran.",
             &c.locks_lost_to_expiry,
+        ),
+        (
+            "locks_broken_total",
+            "Locks a waiter broke: their holder's heartbeat stood still for a lease while the server served.",
+            &c.locks_broken,
         ),
         (
             "shared_slot_map_refused_total",

@@ -15,7 +15,7 @@ use redis::{RedisError, Value};
 
 use crate::budget;
 use crate::cluster::{Cluster, ReadFrom, Request, Unreachable, error_kind, is_redirect};
-use crate::config::ConnectionConfig;
+use crate::config::{ConnectionConfig, NodeAddr};
 use crate::keys::{LockKeys, hash_slot};
 use crate::lifetime::Expiry;
 use crate::link;
@@ -127,6 +127,10 @@ pub struct PlainTake<'a> {
     pub data: &'a [u8],
     /// The log of savers' key.
     pub log: &'a [u8],
+    /// With a lease, the taker's heartbeat, made at '0' for the lock's TTL
+    /// (sent even when the lock is busy: the acquire script's queueing then
+    /// makes it anyway).
+    pub beat: Option<&'a [u8]>,
 }
 
 /// What a plain take that took the lock read.
@@ -143,15 +147,23 @@ pub const LOG_KEPT_BYTES: usize = 230;
 /// GETRANGE's last offset for [`LOG_KEPT_BYTES`].
 pub(crate) const LOG_KEPT_LAST: &[u8] = b"229";
 
-/// How many commands, and replies, a plain take's pipeline has.
+/// How many commands, and replies, a plain take's pipeline has that [`PlainTake::read`] reads.
 const PLAIN_TAKE_COMMANDS: usize = 3;
 
 impl PlainTake<'_> {
+    /// How many commands the pipeline has.
+    pub fn commands(&self) -> usize {
+        PLAIN_TAKE_COMMANDS + usize::from(self.beat.is_some())
+    }
+
     /// Calls `command` with each command of the pipeline, in order.
     pub fn each_command(&self, mut command: impl FnMut(&[&[u8]])) {
         command(&[b"SET", self.lock, self.secret, b"NX", b"PX", self.lock_ms]);
         command(&[b"GET", self.data]);
         command(&[b"GETRANGE", self.log, b"0", LOG_KEPT_LAST]);
+        if let Some(beat) = self.beat {
+            command(&[b"SET", beat, b"0", b"PX", self.lock_ms]);
+        }
     }
 
     /// What the pipeline's replies say: what it read when the lock was free
@@ -166,6 +178,26 @@ impl PlainTake<'_> {
         let log = session_data(log)?.unwrap_or_default();
         Ok(taken.then_some(PlainRead { data, log }))
     }
+}
+
+/// A waiter's look at the lock it waits behind (see `lock::heartbeat`):
+/// `LPOP` of the list its hand-over comes to, `GET` of the lock and of the
+/// holder's heartbeat, pipelined.
+pub struct LockPoll<'a> {
+    pub list: &'a [u8],
+    pub lock: &'a [u8],
+    pub beat: &'a [u8],
+}
+
+/// What a [`LockPoll`] saw, and when on this process's clock.
+pub struct Polled {
+    pub pushed: Option<Vec<u8>>,
+    pub owner: Option<Vec<u8>>,
+    pub beat: Option<Vec<u8>>,
+    pub sent: Instant,
+    pub replied: Instant,
+    /// The primary that answered, as the slot map names it.
+    pub primary: Option<NodeAddr>,
 }
 
 /// What the lock protocol needs. All keys of one call share one slot.
@@ -188,16 +220,21 @@ pub trait LockStore {
     fn lock_and_read(&mut self, take: &PlainTake) -> Result<Option<PlainRead>>;
     /// BLPOP: blocks up to `timeout` for an element on the list and returns it.
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>>;
-    /// DELEX/DELIFEQ compare-and-delete, with ZCARD of `queue` in the same
-    /// round trip: whether it deleted and how many wait. `None` for `Eval`
-    /// and when the server lacks the command (not tried again on this cluster).
+    /// DELEX/DELIFEQ compare-and-delete, with ZCARD of `queue` (and a DEL of
+    /// the holder's heartbeat `beat`, with a lease) in the same round trip:
+    /// whether it deleted and how many wait. `None` for `Eval` and when the
+    /// server lacks the command (not tried again on this cluster).
     fn delete_if_equal(
         &mut self,
         key: &[u8],
         value: &[u8],
         command: ReleaseCommand,
         queue: &[u8],
+        beat: Option<&[u8]>,
     ) -> Result<Option<(bool, u64)>>;
+    /// Waits `pause` (counted into the PHP call's budget, as a BLPOP's
+    /// block is), then sends `poll`: what it saw, `None` on a redirect.
+    fn poll_lock(&mut self, poll: &LockPoll, pause: Duration) -> Result<Option<Polled>>;
     /// The cluster on which the leases of the locks taken here are renewed;
     /// `None` for the stores of tests, whose leases nobody renews.
     fn renewal_config(&self) -> Option<&Rc<ConnectionConfig>> {
@@ -810,17 +847,9 @@ impl LockStore for ClusterStore {
                 packed.reserve(size);
                 take.each_command(|command| pack(packed, command));
             },
-            |packed| {
-                self.send(
-                    take.lock,
-                    packed,
-                    PLAIN_TAKE_COMMANDS,
-                    Duration::ZERO,
-                    false,
-                )
-            },
+            |packed| self.send(take.lock, packed, take.commands(), Duration::ZERO, false),
         )?;
-        if replies.len() != PLAIN_TAKE_COMMANDS {
+        if replies.len() != take.commands() {
             bail!("missing reply to SET NX, GET and GETRANGE");
         }
         if replies.iter().any(is_redirect) {
@@ -832,6 +861,48 @@ impl LockStore for ClusterStore {
             *slot = reply(Some(value))?;
         }
         take.read(converted)
+    }
+
+    fn poll_lock(&mut self, poll: &LockPoll, pause: Duration) -> Result<Option<Polled>> {
+        // The whole pause, however late the thread wakes: the budget is for
+        // the cluster's time, not this waiter's own.
+        let paused = Instant::now();
+        std::thread::sleep(pause);
+        budget::extend(paused.elapsed());
+        let commands: [&[&[u8]]; 3] = [
+            &[b"LPOP", poll.list],
+            &[b"GET", poll.lock],
+            &[b"GET", poll.beat],
+        ];
+        let sent = Instant::now();
+        let replies = with_packed(
+            |packed| commands.iter().for_each(|command| pack(packed, command)),
+            |packed| self.send(poll.lock, packed, commands.len(), Duration::ZERO, false),
+        )?;
+        let replied = Instant::now();
+        if replies.iter().any(is_redirect) {
+            return Ok(None);
+        }
+        let mut replies = replies.into_iter().map(|value| reply(Some(value)));
+        let mut bytes = |command: &str| match replies.next().transpose()? {
+            Some(Reply::Data(bytes)) => Ok(Some(bytes)),
+            Some(Reply::Nil) => Ok(None),
+            other => bail!(
+                "unexpected {} reply to {command}",
+                other.as_ref().map_or("no", Reply::kind)
+            ),
+        };
+        let (pushed, owner, beat) = (bytes("LPOP")?, bytes("GET")?, bytes("GET")?);
+        let primary =
+            self.with_cluster(|cluster| cluster.primary_of(hash_slot(poll.lock)).cloned());
+        Ok(Some(Polled {
+            pushed,
+            owner,
+            beat,
+            sent,
+            replied,
+            primary,
+        }))
     }
 
     fn pop_wait(&mut self, key: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>> {
@@ -854,6 +925,7 @@ impl LockStore for ClusterStore {
         value: &[u8],
         command: ReleaseCommand,
         queue: &[u8],
+        beat: Option<&[u8]>,
     ) -> Result<Option<(bool, u64)>> {
         let name = match command {
             ReleaseCommand::Delex => "DELEX",
@@ -868,7 +940,13 @@ impl LockStore for ClusterStore {
             _ => packed(&[b"DELIFEQ", key, value]),
         };
         pack(&mut packed, &[b"ZCARD", queue]);
-        let mut replies = self.request(key, &packed, 2, Duration::ZERO)?.into_iter();
+        if let Some(beat) = beat {
+            pack(&mut packed, &[b"DEL", beat]);
+        }
+        let count = 2 + usize::from(beat.is_some());
+        let mut replies = self
+            .request(key, &packed, count, Duration::ZERO)?
+            .into_iter();
         let deleted = match replies.next().map(server_reply) {
             Some(Ok(Reply::Int(n))) => n == 1,
             Some(Err(err)) if is_unknown_command(&err) => {

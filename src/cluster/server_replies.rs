@@ -496,6 +496,7 @@ fn a_slot_without_an_owner_is_waited_for_by_the_plain_lock_try() {
         lock_ms: b"5000",
         data: b"{s}",
         log: b"{s}_LOCK_DONE",
+        beat: None,
     });
     assert_eq!(owner.join().unwrap(), Value::Okay);
     let read = read.unwrap().expect("the lock taken");

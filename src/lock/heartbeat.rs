@@ -52,6 +52,7 @@ impl LeaseTimes {
 
     /// Whether a live holder's heartbeat moves within every window a chain
     /// can span: the stall a chain cannot see is at most 3 gaps.
+    #[cfg(test)]
     pub fn keeps_live_holders(&self) -> bool {
         self.renew_every + self.gap * 3 < self.window
     }
@@ -129,6 +130,11 @@ impl<S: Clone + PartialEq> Chain<S> {
         }
         self.seen = quick.then_some((seen, replied));
         Verdict::Wait
+    }
+
+    /// The times it judges by.
+    pub fn times(&self) -> LeaseTimes {
+        self.times
     }
 
     /// A call failed (a connection error, a redirect, `CLUSTERDOWN`) or the

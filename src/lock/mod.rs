@@ -19,6 +19,13 @@
 //!   releaser knows already: its own secret. The waiter's BLPOP returns the
 //!   lock and the data.
 //!
+//! - With a lease, the lock key lives `lock_expire` + the lease (the
+//!   backstop), and the holder's watchdog moves its heartbeat
+//!   `<lock>_BEAT_<secret>`; the next in line polls it instead of blocking
+//!   and breaks the lock once the heartbeat stood still through a lease of
+//!   the server's serving (`heartbeat.rs`): a compare-and-set on the holder
+//!   and its heartbeat that hands the lock on as a release would.
+//!
 //! A locked session that changed costs 2 round trips (read, write+release);
 //! one that waited, 3 (read+queue, BLPOP, write+release).
 //!
@@ -36,30 +43,28 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, bail};
 
-use crate::keys::{LockKeys, done_key};
+use crate::keys::{LockKeys, beat_key, done_key};
 use crate::lifetime::{Change, Lifetime};
 use crate::resp::Decimal;
 use crate::script::LuaScript;
 use crate::settings::{LockSettings, ReleaseCommand, ReplicaAck};
 use crate::stats;
 use crate::store::{
-    LOG_KEPT_BYTES, LockStore, PlainRead, PlainTake, Reply, whole_millis, whole_seconds,
+    LOG_KEPT_BYTES, LockPoll, LockStore, PlainRead, PlainTake, Reply, whole_millis, whole_seconds,
 };
 use crate::watchdog::{self, KeysAndArgs, RenewalScript, renewal_ttl};
 
-// The waiters' judgement of a lease, checked by the model first (issue 48):
-// built for the tests until the waiting loop uses it.
-#[cfg(test)]
 pub(crate) mod heartbeat;
 #[cfg(test)]
 pub(crate) mod model;
 mod scripts;
 
+use heartbeat::{Chain, LeaseTimes, Verdict};
 #[cfg(test)]
 pub(crate) use scripts::SCRIPTS;
 use scripts::{
-    ACQUIRE_AND_READ, DESTROY_AND_RELEASE, READ_AND_RENEW, RELEASE, RENEW_LEASE, TOUCH_AND_RELEASE,
-    WRITE_AND_RELEASE,
+    ACQUIRE_AND_READ, BREAK_LOCK, DESTROY_AND_RELEASE, READ_AND_RENEW, RELEASE, RENEW_LEASE,
+    TOUCH_AND_RELEASE, WRITE_AND_RELEASE,
 };
 
 /// How long a waiter has to take a lock handed to it before the next one may
@@ -111,6 +116,9 @@ pub struct HeldLock {
     /// The read renewed the data's TTL (early_refresh, by the acquire script
     /// or a hand-over): an unchanged session needs no touch.
     pub renewed: bool,
+    /// The lease whose window the holder before showed no heartbeat in,
+    /// when this acquisition broke its lock: the request warns.
+    pub broke: Option<Duration>,
 }
 
 /// What a lock held with a lease keeps.
@@ -131,14 +139,17 @@ struct Leased {
     /// [`RENEW_LEASE`]; after a plain take, they also make the log last): a
     /// holder whose lease lapsed before its first renewal may have none.
     retake_fence: Option<Vec<u8>>,
+    /// `<lock>_BEAT_<secret>`: this holder's heartbeat (see [`heartbeat`]).
+    beat: Vec<u8>,
 }
 
 impl HeldLock {
     /// Calls `call` with the keys every release script declares: the
     /// session's keys, and the list named after this holder's secret, where
     /// its hand-over goes.
+    /// With a lease, also its heartbeat, which goes with it.
     fn with_release_keys<R>(&self, call: impl FnOnce(&[&[u8]]) -> R) -> R {
-        call(&[
+        let keys: [&[u8]; 8] = [
             &self.keys.data,
             &self.keys.lock,
             self.keys.queue(),
@@ -146,7 +157,9 @@ impl HeldLock {
             &self.own_list,
             self.keys.done(),
             self.keys.lifetime(),
-        ])
+            self.leased.as_ref().map_or(&[][..], |leased| &leased.beat),
+        ];
+        call(&keys[..if self.leased.is_some() { 8 } else { 7 }])
     }
 
     /// Calls `call` with the script and arguments of a save at `now` (see
@@ -260,7 +273,7 @@ impl HeldLock {
     pub fn lapse(&self) -> String {
         match &self.leased {
             Some(leased) => format!(
-                "its lease lets it go within {} ms (rediscluster_session.lock_lease_ms)",
+                "its heartbeat no longer moves, so the next waiter takes it over {} ms after it came (rediscluster_session.lock_lease_ms)",
                 leased.lease.as_millis()
             ),
             None => format!(
@@ -276,6 +289,11 @@ impl HeldLock {
         if self.leased.is_some() {
             watchdog::unwatch(&self.keys.lock, self.secret.as_bytes());
         }
+    }
+
+    /// With a lease, this holder's heartbeat key.
+    pub fn heartbeat(&self) -> Option<&[u8]> {
+        self.leased.as_ref().map(|leased| &leased.beat[..])
     }
 
     /// Held by the process this one was forked from.
@@ -361,10 +379,12 @@ pub(crate) static RENEWAL: RenewalScript = RenewalScript {
 };
 
 /// Calls `send` with the keys and arguments of a [`RENEW_LEASE`] call: a
-/// renewal of `lock`, held with `secret`, for `ttl` (see [`renewal_ttl`]);
-/// with a `fence` for a re-take, one that keeps the log of savers that
-/// fence for what is `left` of `lock_expire`. Its reply is 1 while the lock
-/// is still this holder's.
+/// renewal of `lock`, held with `secret`, whose lease runs `ttl` more (see
+/// [`renewal_ttl`]) with what is `left` of `lock_expire`; with a `fence`
+/// for a re-take, one that keeps the log of savers that fence that long.
+/// The heartbeat moves to what is left in ms, which falls from one renewal
+/// to the next (the take made it '0'), and lasts as long as the lock's
+/// backstop, about. Its reply is 1 while the lock is still this holder's.
 fn renewal_keys_and_args(
     lock: &[u8],
     secret: &[u8],
@@ -373,13 +393,21 @@ fn renewal_keys_and_args(
     left: Duration,
     send: &mut KeysAndArgs,
 ) {
-    let ttl_ms = Decimal::from(whole_millis(ttl));
-    let Some(fence) = fence else {
-        return send(&[lock], &[secret, ttl_ms.as_bytes()]);
-    };
+    let beat = beat_key(lock, secret);
     let left_ms = Decimal::from(whole_millis(left));
-    let args = [secret, ttl_ms.as_bytes(), left_ms.as_bytes(), fence];
-    send(&[lock, &done_key(lock)], &args)
+    let beat_ms = Decimal::from(whole_millis(left + ttl));
+    let beat_args = [secret, left_ms.as_bytes(), beat_ms.as_bytes()];
+    let Some(fence) = fence else {
+        return send(&[lock, &beat], &beat_args);
+    };
+    let args = [
+        beat_args[0],
+        beat_args[1],
+        beat_args[2],
+        left_ms.as_bytes(),
+        fence,
+    ];
+    send(&[lock, &beat, &done_key(lock)], &args)
 }
 
 /// Calls `call` with `args` followed by `more` (the scripts read the
@@ -467,6 +495,40 @@ fn new_secret() -> Result<String> {
     Ok(secret)
 }
 
+/// Calls `call` with [`BREAK_LOCK`], its keys and arguments: a break of the
+/// lock `keys` name, held by `owner` whose heartbeat showed `seen`.
+pub(crate) fn break_call<R>(
+    keys: &LockKeys,
+    owner: &str,
+    seen: &[u8],
+    call: impl FnOnce(&LuaScript, &[&[u8]], &[&[u8]]) -> R,
+) -> R {
+    let (list, beat) = (keys.next(owner), keys.beat(owner.as_bytes()));
+    call(
+        &BREAK_LOCK,
+        &[
+            &keys.data,
+            &keys.lock,
+            keys.queue(),
+            keys.waiters(),
+            &list,
+            keys.done(),
+            keys.lifetime(),
+            &beat,
+        ],
+        &[owner.as_bytes(), seen],
+    )
+}
+
+/// How long a lock lives from its take or hand-over: `lock_expire`, and with
+/// a lease a lease more, the backstop: the lease itself is judged by the
+/// waiters, over the time the server served (see [`heartbeat`]); the margin
+/// covers a primary whose clock steps forward at a failover.
+fn backstop(lock: &LockSettings) -> Duration {
+    lock.lease
+        .map_or(lock.ttl, |lease| lock.ttl.saturating_add(lease))
+}
+
 /// The longest BLPOP of one wait: `lock_wait_time` within
 /// [`SHORTEST_PIECE`] and [`HAND_OVER_TIMEOUT`].
 fn longest_piece(lock: &LockSettings) -> Duration {
@@ -478,10 +540,9 @@ fn longest_piece(lock: &LockSettings) -> Duration {
 #[cfg_attr(test, derive(Clone, Debug, PartialEq, Eq, Hash))]
 pub(crate) struct Acquisition {
     held: HeldLock,
-    /// The TTL a take gives the lock in ms: the lease, at most `lock_expire`.
+    /// The TTL a take gives the lock in ms: its [`backstop`].
     take_ms: Decimal,
-    /// With a lease, the TTL a hand-over gives this waiter: the lease and
-    /// the BLPOP piece in which it learns of it, at most `lock_expire`.
+    /// With a lease, the TTL a hand-over gives this waiter: its backstop too.
     handed_ms: Option<Decimal>,
     /// The data's TTL in s a read renews it to, 0: none.
     refresh_s: Decimal,
@@ -496,6 +557,9 @@ pub(crate) struct Acquisition {
     /// The owner seen last time, and the list its hand-over went to: a
     /// hand-over still lying there after [`HAND_OVER_TIMEOUT`] was never taken.
     suspect: Option<(String, Vec<u8>)>,
+    /// The holder this waiter is next in line behind, as the last attempt
+    /// saw: with a lease, it watches that holder's heartbeat.
+    next_behind: Option<String>,
 }
 
 /// What one attempt found.
@@ -531,22 +595,20 @@ impl Acquisition {
         secret: String,
         started: Instant,
     ) -> Self {
-        let take_ttl = lock.lease.map_or(lock.ttl, |lease| lease.min(lock.ttl));
-        let handed = |lease: Duration| lease.saturating_add(HAND_OVER_TIMEOUT).min(lock.ttl);
+        let backstop = backstop(lock);
         let leased = lock.lease.map(|lease| {
             Box::new(Leased {
                 lease,
                 lock_expire: lock.ttl,
                 taken_at: started,
                 retake_fence: None,
+                beat: keys.beat(secret.as_bytes()),
             })
         });
         Acquisition {
             wait_list: None,
-            take_ms: Decimal::from(whole_millis(take_ttl)),
-            handed_ms: lock
-                .lease
-                .map(|lease| Decimal::from(whole_millis(handed(lease)))),
+            take_ms: Decimal::from(whole_millis(backstop)),
+            handed_ms: lock.lease.map(|_| Decimal::from(whole_millis(backstop))),
             held: HeldLock {
                 own_list: keys.next(&secret),
                 keys,
@@ -560,12 +622,14 @@ impl Acquisition {
                 read_nothing: false,
                 pid: std::process::id(),
                 renewed: false,
+                broke: None,
             },
             refresh_s: Decimal::from(refresh.map_or(0, whole_seconds)),
             max_waiters: lock.max_waiters.unwrap_or(0),
             read_if_rejected: lock.failure_readonly,
             queued: false,
             suspect: None,
+            next_behind: None,
         }
     }
 
@@ -606,10 +670,12 @@ impl Acquisition {
         let hand_over_ms = whole_millis(HAND_OVER_TIMEOUT).to_string();
         let max_waiters = self.max_waiters.to_string();
         let keys = &self.held.keys;
+        // The log of savers is stretched to the backstop: a hand-over as
+        // late as that carries it as the next holder's fence.
         let lease_args = self
             .handed_ms
             .as_ref()
-            .map(|handed_ms| [self.held.expire_ms.as_bytes(), handed_ms.as_bytes()]);
+            .map(|handed_ms| [self.take_ms.as_bytes(), handed_ms.as_bytes()]);
         let args: [&[u8]; 10] = [
             self.held.secret.as_bytes(),
             self.take_ms.as_bytes(),
@@ -622,7 +688,8 @@ impl Acquisition {
             max_waiters.as_bytes(),
             if self.read_if_rejected { b"1" } else { b"0" },
         ];
-        let keys: [&[u8]; 8] = [
+        let leased = self.held.leased.as_ref();
+        let keys: [&[u8]; 9] = [
             &keys.data,
             &keys.lock,
             keys.queue(),
@@ -631,9 +698,11 @@ impl Acquisition {
             suspect_list,
             keys.done(),
             keys.lifetime(),
+            leased.map_or(&[][..], |leased| &leased.beat),
         ];
+        let keys = &keys[..if leased.is_some() { 9 } else { 8 }];
         let lease_args = lease_args.as_ref().map_or(&[][..], |more| &more[..]);
-        with_args(&args, lease_args, |args| call(&keys, args))
+        with_args(&args, lease_args, |args| call(keys, args))
     }
 
     /// Marks the call about to take the lock as sent at `at`: a lease is
@@ -678,6 +747,7 @@ impl Acquisition {
                 .map(|bytes| String::from_utf8_lossy(&bytes).into_owned()))
         };
         let (owner, ahead, handed_by) = (secret()?, secret()?, secret()?);
+        self.next_behind = owner.clone().filter(|owner| ahead.as_ref() == Some(owner));
         if let Some(ahead) = ahead {
             self.wait_list = Some(keys.next(&ahead));
         }
@@ -706,6 +776,7 @@ impl Acquisition {
             lock_ms: self.take_ms.as_bytes(),
             data: &held.keys.data,
             log: held.keys.done(),
+            beat: held.leased.as_ref().map(|leased| &leased.beat[..]),
         }
     }
 
@@ -715,6 +786,81 @@ impl Acquisition {
         self.held.retake_after(Some(read.log));
         self.read(&read.data, false);
         read.data
+    }
+
+    /// As the next in line behind a holder (see [`Self::attempt_replied`]),
+    /// watches its heartbeat until `until` (see [`heartbeat`]): polls the
+    /// lock, the heartbeat and the list its hand-over comes to, every half
+    /// gap, and breaks the lock once the chain says so (`broke` then says
+    /// so). The data once the lock is ours; `None` when it is not by then,
+    /// or sooner when the holder has no heartbeat (the caller then blocks
+    /// for the rest), let go or changed, or a call failed or was redirected
+    /// (the next attempt follows).
+    fn watch_holder(
+        &mut self,
+        store: &mut impl LockStore,
+        chain: &mut Chain<(String, Vec<u8>)>,
+        until: Instant,
+        broke: &mut bool,
+    ) -> Option<Option<Vec<u8>>> {
+        let owner = self.next_behind.clone()?;
+        let beat = self.held.keys.beat(owner.as_bytes());
+        let pause = chain.times().gap / 2;
+        let mut primary = None;
+        let mut first = true;
+        while first || Instant::now() < until {
+            let poll = LockPoll {
+                list: self.wait_list(),
+                lock: &self.held.keys.lock,
+                beat: &beat,
+            };
+            let Ok(Some(polled)) =
+                store.poll_lock(&poll, if first { Duration::ZERO } else { pause })
+            else {
+                chain.interrupted();
+                return None;
+            };
+            first = false;
+            if polled.pushed.is_some()
+                && let Ok(Some(data)) = self.popped(polled.pushed)
+            {
+                return Some(data);
+            }
+            if primary.is_some() && primary != polled.primary {
+                chain.interrupted();
+            }
+            primary = polled.primary;
+            if polled.owner.as_deref() != Some(owner.as_bytes()) {
+                return None;
+            }
+            let seen = polled.beat.map(|beat| (owner.clone(), beat));
+            let no_heartbeat = seen.is_none();
+            if let Verdict::Break(seen) = chain.observe(polled.sent, polled.replied, seen) {
+                if let Ok(true) = self.break_lock(store, &seen.0, &seen.1) {
+                    *broke = true;
+                    stats::lock_broken();
+                    first = true;
+                }
+            } else if no_heartbeat {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// Breaks the lock of `owner` if its heartbeat still shows `seen` (see
+    /// [`BREAK_LOCK`]): whether it did.
+    fn break_lock(&self, store: &mut impl LockStore, owner: &str, seen: &[u8]) -> Result<bool> {
+        let reply = break_call(&self.held.keys, owner, seen, |script, keys, args| {
+            store.eval(script, keys, args)
+        })?;
+        Ok(reply == Reply::Int(1))
+    }
+
+    /// The holder this waiter is next in line behind, as its last attempt saw.
+    #[cfg(test)]
+    pub(crate) fn next_behind(&self) -> Option<&str> {
+        self.next_behind.as_deref()
     }
 
     /// Blocks up to `timeout` for the lock to be handed to us: the data if it
@@ -809,7 +955,10 @@ pub fn acquire_and_read(
         .and_then(|total| started.checked_add(total));
     let longest_piece = longest_piece(lock);
     let mut waited = false;
-    let outcome = loop {
+    // With a lease, the chain of observations of the holder ahead.
+    let mut chain = lock.lease.map(|window| Chain::new(LeaseTimes::of(window)));
+    let mut broke = false;
+    let mut outcome = loop {
         let now = Instant::now();
         let remaining = deadline.map(|deadline| deadline.saturating_duration_since(now));
         let last = remaining.is_some_and(|remaining| remaining.is_zero());
@@ -834,10 +983,22 @@ pub fn acquire_and_read(
         }
         // No hand-over, or a reply lost on the way: the next attempt finds
         // the lock ours if it was handed over.
-        if let Ok(Some(data)) = acquisition.wait_for_hand_over(store, piece) {
+        let piece_ends = Instant::now() + piece;
+        if let Some(chain) = &mut chain
+            && let Some(data) = acquisition.watch_holder(store, chain, piece_ends, &mut broke)
+        {
+            break Acquired::Locked(Box::new(acquisition.into_held()), data);
+        }
+        let rest = piece_ends.saturating_duration_since(Instant::now());
+        if !rest.is_zero()
+            && let Ok(Some(data)) = acquisition.wait_for_hand_over(store, rest)
+        {
             break Acquired::Locked(Box::new(acquisition.into_held()), data);
         }
     };
+    if let (Acquired::Locked(held, _), true) = (&mut outcome, broke) {
+        held.broke = lock.lease;
+    }
     let waited = if waited {
         started.elapsed()
     } else {
@@ -1045,6 +1206,7 @@ pub fn release(store: &mut impl LockStore, held: &HeldLock) -> Result<bool> {
         held.secret.as_bytes(),
         held.release,
         keys.queue(),
+        held.heartbeat(),
     )?;
     match native {
         Some((true, 0)) => {
@@ -1068,6 +1230,7 @@ pub fn release(store: &mut impl LockStore, held: &HeldLock) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Polled;
     use std::thread::sleep;
 
     #[test]
@@ -1198,6 +1361,9 @@ mod tests {
             self.plain_tries += 1;
             Ok(None)
         }
+        fn poll_lock(&mut self, _: &LockPoll, _: Duration) -> Result<Option<Polled>> {
+            unreachable!("no lease")
+        }
         fn pop_wait(&mut self, _: &[u8], timeout: Duration) -> Result<Option<Vec<u8>>> {
             self.waits.push(timeout);
             sleep(self.wait_takes.min(timeout));
@@ -1213,6 +1379,7 @@ mod tests {
             _: &[u8],
             _: ReleaseCommand,
             _: &[u8],
+            _: Option<&[u8]>,
         ) -> Result<Option<(bool, u64)>> {
             Ok(None)
         }
@@ -1330,6 +1497,9 @@ mod cluster_tests {
     use crate::store::cluster_tests::{int, node, owners, store};
     use crate::store::{ClusterStore, SessionStore};
     use redis::cmd;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use std::thread::sleep;
 
     fn lock_settings(ttl: Duration) -> LockSettings {
         LockSettings {
@@ -1371,11 +1541,14 @@ mod cluster_tests {
     /// An acquisition with a secret of another process: the tests play
     /// several processes in one thread.
     fn another_process(keys: &LockKeys, ttl: Duration) -> Acquisition {
-        let mut acquisition =
-            Acquisition::new(keys.clone(), &lock_settings(ttl), None, Instant::now()).unwrap();
-        acquisition.held.secret = random_hex::<16>().unwrap();
-        acquisition.held.own_list = keys.next(&acquisition.held.secret);
-        acquisition
+        let secret = random_hex::<16>().unwrap();
+        Acquisition::with_secret(
+            keys.clone(),
+            &lock_settings(ttl),
+            None,
+            secret,
+            Instant::now(),
+        )
     }
 
     /// A waiter that queued behind a busy lock, to wait `wait` more.
@@ -1772,6 +1945,182 @@ mod cluster_tests {
         clean(&mut store, &keys);
     }
 
+    /// A waiter's settings: a lease of 1 s (the default), waiting up to `wait`.
+    fn waiting_with_a_lease(wait: Duration) -> LockSettings {
+        LockSettings {
+            wait: Duration::from_millis(1000),
+            retries: Some(wait.as_secs().max(1)),
+            ..leased_settings(Duration::from_secs(30), Duration::from_secs(1))
+        }
+    }
+
+    /// Takes the lock as another process would, with `lease` (none: lease 0).
+    fn foreign_holder(
+        store: &mut ClusterStore,
+        keys: &LockKeys,
+        lease: Option<Duration>,
+    ) -> HeldLock {
+        let mut holder = match lease {
+            Some(lease) => leased_process(keys, Duration::from_secs(30), lease),
+            None => another_process(keys, Duration::from_secs(30)),
+        };
+        assert!(take_plainly(store, &mut holder).is_some(), "a free lock");
+        holder.into_held()
+    }
+
+    /// This process's count of locks its waiters broke.
+    fn locks_broken() -> u64 {
+        match stats::snapshot()
+            .into_iter()
+            .find(|(name, _)| *name == "locks_broken")
+        {
+            Some((_, stats::Stat::Count(count))) => count,
+            _ => panic!("no locks_broken counter"),
+        }
+    }
+
+    /// This thread waits for the lock with a lease: what it got, and when.
+    fn wait_with_a_lease(
+        store: &mut ClusterStore,
+        keys: &LockKeys,
+        wait: Duration,
+    ) -> (Acquired, Duration) {
+        let started = Instant::now();
+        let settings = waiting_with_a_lease(wait);
+        let (acquired, _) = acquire_and_read(store, keys.clone(), &settings, None, false).unwrap();
+        (acquired, started.elapsed())
+    }
+
+    /// Renews `held`'s lease every third of it, from a thread of its own,
+    /// until the returned flag is set.
+    fn renew_in_the_background(held: &HeldLock) -> (Arc<AtomicBool>, std::thread::JoinHandle<u32>) {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (held, stopping) = (held.clone(), stop.clone());
+        let renewer = std::thread::spawn(move || {
+            let mut store = store();
+            let lease = held.lease().unwrap();
+            let mut renewed = 0;
+            while !stopping.load(Relaxed) {
+                let reply = lease.renewal_call(Instant::now(), |script, keys, args| {
+                    store.eval(script, keys, args)
+                });
+                if let Some(Ok(Reply::Int(1))) = reply {
+                    renewed += 1;
+                }
+                sleep(lease.lease / 3);
+            }
+            renewed
+        });
+        (stop, renewer)
+    }
+
+    /// A holder that died (it never renews): the next in line sees its
+    /// heartbeat stand still for a lease while the server serves, breaks
+    /// the lock and takes it, long before lock_expire; the dead holder's
+    /// save, were it to come, stores nothing.
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_dead_holders_lock_is_broken_by_the_next_in_line_after_a_lease() {
+        let mut store = store();
+        let keys = keys("dead-holder");
+        clean(&mut store, &keys);
+        store
+            .set(&keys.data, b"v0", Duration::from_secs(60))
+            .unwrap();
+        let dead = foreign_holder(&mut store, &keys, Some(Duration::from_secs(1)));
+        let broken_before = locks_broken();
+        let (acquired, took) = wait_with_a_lease(&mut store, &keys, Duration::from_secs(20));
+        let Acquired::Locked(held, data) = acquired else {
+            panic!("not taken in {took:?}")
+        };
+        assert_eq!(data.as_deref(), Some(&b"v0"[..]));
+        assert_eq!(held.broke, Some(Duration::from_secs(1)));
+        assert_eq!(locks_broken(), broken_before + 1);
+        // A lease of watching at least; well within lock_expire (30 s) even
+        // on a busy machine.
+        assert!(took >= Duration::from_secs(1), "{took:?}");
+        assert!(took < Duration::from_secs(15), "{took:?}");
+        assert_eq!(
+            store.get(&keys.beat(dead.secret.as_bytes()), None).unwrap(),
+            None
+        );
+        assert!(!write(&mut store, &dead, b"dead"));
+        assert!(write(&mut store, &held, b"v1"));
+        assert_eq!(store.get(&keys.data, None).unwrap(), Some(b"v1".to_vec()));
+        clean(&mut store, &keys);
+    }
+
+    /// A live holder whose heartbeat moves keeps its lock from the next in
+    /// line for as long as it likes, here through a stall of its primary
+    /// longer than the lease (CLIENT PAUSE ALL: nothing served, the clocks
+    /// run), and saves; the waiter, which watched it by polling at most 25
+    /// times a second, gets the lock by its hand-over with that save.
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_live_holder_keeps_its_lock_from_the_next_in_line_through_a_stall() {
+        let mut store = store();
+        let keys = keys("live-holder");
+        clean(&mut store, &keys);
+        let holder = foreign_holder(&mut store, &keys, Some(Duration::from_secs(1)));
+        let (stop, renewer) = renew_in_the_background(&holder);
+        let stall = std::thread::spawn({
+            let data = keys.data.clone();
+            move || {
+                sleep(Duration::from_millis(1500));
+                let pause = cmd("CLIENT").arg("PAUSE").arg(2500).arg("ALL").clone();
+                let paused = crate::store::cluster_tests::store().run(&data, &pause);
+                assert_eq!(paused.unwrap(), Reply::Status);
+                sleep(Duration::from_millis(4000));
+            }
+        });
+        let released = std::thread::spawn({
+            let holder = holder.clone();
+            move || {
+                stall.join().unwrap();
+                stop.store(true, Relaxed);
+                let renewed = renewer.join().unwrap();
+                let mut store = crate::store::cluster_tests::store();
+                (write(&mut store, &holder, b"held"), renewed)
+            }
+        });
+        let list = keys.next(&holder.secret);
+        let (calls, (acquired, took)) = calls_with(&list, || {
+            wait_with_a_lease(&mut store, &keys, Duration::from_secs(30))
+        });
+        let (saved, renewed) = released.join().unwrap();
+        assert!(saved, "the live holder's save was refused");
+        assert!(renewed >= 10, "{renewed} renewals");
+        let Acquired::Locked(held, data) = acquired else {
+            panic!("not handed over in {took:?}")
+        };
+        assert_eq!((data.as_deref(), held.broke), (Some(&b"held"[..]), None));
+        let polls = calls
+            .iter()
+            .filter(|call| call.contains("\"LPOP\""))
+            .count();
+        let most = 25 * took.as_secs().max(1) as usize;
+        assert!((1..=most).contains(&polls), "{polls} polls in {took:?}");
+        assert!(write(&mut store, &held, b"next"));
+        clean(&mut store, &keys);
+    }
+
+    /// A lock whose holder has no heartbeat (lease 0, or an older release)
+    /// is never broken: the waiter gives up, the holder's save lands.
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_lock_without_a_heartbeat_is_never_broken() {
+        let mut store = store();
+        let keys = keys("no-heartbeat");
+        clean(&mut store, &keys);
+        let holder = foreign_holder(&mut store, &keys, None);
+        let (acquired, took) = wait_with_a_lease(&mut store, &keys, Duration::from_secs(3));
+        assert!(matches!(acquired, Acquired::Busy(None)), "{took:?}");
+        assert!(took >= Duration::from_secs(3), "{took:?}");
+        assert!(write(&mut store, &holder, b"kept"));
+        assert_eq!(store.get(&keys.data, None).unwrap(), Some(b"kept".to_vec()));
+        clean(&mut store, &keys);
+    }
+
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
     fn a_lapsed_lease_is_taken_again_by_its_save_if_nobody_saved() {
@@ -1798,7 +2147,9 @@ mod cluster_tests {
                 })
                 .unwrap()
         };
-        let lapse = || std::thread::sleep(Duration::from_millis(400));
+        // The lock gone without a save before lock_expire: a failover lost
+        // the take, or a waiter broke it and found nobody to hand it to.
+        let lapse = |store: &mut ClusterStore| store.delete(&[&keys.lock]).unwrap();
         // A holder that read no log of savers: nothing proves that nobody
         // saved since its read until its first renewal makes that log. Its
         // take must be the plain one: where a redirect turns it back (a slot
@@ -1809,16 +2160,22 @@ mod cluster_tests {
         assert_eq!(store.get(keys.done(), None).unwrap(), None, "a plain take");
         let ttl = int(&store, &keys.lock, cmd("PTTL").arg(&keys.lock));
         assert!(
-            (1..=300).contains(&ttl),
-            "the lease, not lock_expire: {ttl}"
+            (9_000..=10_300).contains(&ttl),
+            "the backstop, lock_expire and the lease: {ttl}"
         );
-        lapse();
+        let beat = keys.beat(unrenewed.secret.as_bytes());
+        assert_eq!(store.get(&beat, None).unwrap(), Some(b"0".to_vec()));
+        lapse(&mut store);
         assert!(!write(&mut store, &unrenewed, b"v0"));
+        // (Its heartbeat, which names no lock now, expires.)
+        assert!(store.get(&beat, None).unwrap().is_some());
         let first = take(&mut store);
         assert_eq!(renew(&mut store, &first), Reply::Int(1));
         let log = store.get(keys.done(), None).unwrap();
         assert_eq!(log, Some(format!("~{}", first.secret).into_bytes()));
-        lapse();
+        let beat = store.get(&keys.beat(first.secret.as_bytes()), None);
+        assert!(beat.unwrap().is_some_and(|beat| beat != b"0"), "it moved");
+        lapse(&mut store);
         assert!(write(&mut store, &first, b"v1"));
         // Renewed while it lives, then lapsed: its save takes it again,
         // even where the log it read expired before its first renewal (a
@@ -1829,12 +2186,12 @@ mod cluster_tests {
         assert_eq!(int(&store, keys.done(), &expiring), 1);
         std::thread::sleep(Duration::from_millis(150));
         assert_eq!(renew(&mut store, &held), Reply::Int(1));
-        lapse();
+        lapse(&mut store);
         assert_eq!(owner(&store, &keys), None);
         assert!(write(&mut store, &held, b"v2"));
         assert_eq!(store.get(&keys.data, None).unwrap(), Some(b"v2".to_vec()));
-        // A save sent at once, which a primary that stalls past the lease
-        // runs after the lock expired: it takes the lock again too. (The
+        // A save that a primary stalling past the lease runs late: the lock
+        // is still its own, its backstop being lock_expire and a lease. (The
         // stall: the primary pauses writes for 800 ms; its lease is 300.)
         let stalled = take(&mut store);
         assert_eq!(renew(&mut store, &stalled), Reply::Int(1));
@@ -1844,7 +2201,7 @@ mod cluster_tests {
         assert_eq!(store.get(&keys.data, None).unwrap(), Some(b"v2.5".to_vec()));
         // A save since its read: refused, and its renewal touches nothing.
         let stale = take(&mut store);
-        lapse();
+        lapse(&mut store);
         let other = take(&mut store);
         assert_eq!(renew(&mut store, &stale), Reply::Int(0));
         assert!(write(&mut store, &other, b"v3"));
@@ -1905,19 +2262,26 @@ mod cluster_tests {
     }
 
     fn calls_on(key: &[u8], during: impl FnOnce()) -> Vec<String> {
+        calls_with(key, during).0
+    }
+
+    /// The calls on `key`'s primary that name it while `during` runs, and
+    /// what `during` returned.
+    fn calls_with<T>(key: &[u8], during: impl FnOnce() -> T) -> (Vec<String>, T) {
         let mut monitor = node(&owners(key).0);
         let _: () = cmd("MONITOR").query(&mut monitor).unwrap();
-        during();
+        let returned = during();
         monitor
             .set_read_timeout(Some(Duration::from_millis(500)))
             .unwrap();
         let name = String::from_utf8_lossy(key).into_owned();
-        std::iter::from_fn(|| match monitor.recv_response() {
+        let calls = std::iter::from_fn(|| match monitor.recv_response() {
             Ok(redis::Value::SimpleString(line)) => Some(line),
             _ => None,
         })
         .filter(|line| line.contains(&name))
-        .collect()
+        .collect();
+        (calls, returned)
     }
 
     #[test]
@@ -1995,20 +2359,17 @@ mod cluster_tests {
     /// A leased acquisition with a secret of another process.
     fn leased_process(keys: &LockKeys, lock_expire: Duration, lease: Duration) -> Acquisition {
         let settings = leased_settings(lock_expire, lease);
-        let mut acquisition =
-            Acquisition::new(keys.clone(), &settings, None, Instant::now()).unwrap();
-        acquisition.held.secret = random_hex::<16>().unwrap();
-        acquisition.held.own_list = keys.next(&acquisition.held.secret);
-        acquisition
+        let secret = random_hex::<16>().unwrap();
+        Acquisition::with_secret(keys.clone(), &settings, None, secret, Instant::now())
     }
 
     /// A leased holder that read no log, whose renewal made `~<secret>`,
     /// which a waiter with a longer lock_expire then stretched: its save
     /// (whose new log is its secret alone) keeps that longer TTL. Were the
     /// log SET PX the holder's own, shorter lock_expire (as a review found
-    /// the sent log doing at first), the waiter handed the lock, whose lease
-    /// lapses before its first renewal, could no longer re-take it in its
-    /// save although nobody saved since its read.
+    /// the sent log doing at first), the waiter handed the lock, which loses
+    /// it without a save, could no longer re-take it in its save although
+    /// nobody saved since its read.
     #[test]
     #[ignore = "needs a cluster: scripts/test.sh"]
     fn a_save_after_reading_no_log_keeps_the_ttl_a_waiter_stretched() {
@@ -2039,16 +2400,16 @@ mod cluster_tests {
         assert!(write(&mut store, &holder, b"v1"));
         let ttl = int(&store, done, cmd("PTTL").arg(done));
         assert!(ttl > 15_000, "the waiter's stretch was undone: {ttl} ms");
-        // What it costs: the waiter, handed the lock, lapses before its
-        // first renewal (a frozen process, a failover) and saves within its
-        // lock_expire; nobody saved since its read.
+        // What it costs: the waiter, handed the lock, loses it without a
+        // save (a failover lost the hand-over's write, or a waiter broke it
+        // and found nobody) and saves within its lock_expire; nobody saved
+        // since its read.
         let handed = waiter
             .wait_for_hand_over(&mut store, Duration::from_secs(1))
             .unwrap();
         assert_eq!(handed, Some(Some(b"v1".to_vec())));
         let waiter = waiter.into_held();
-        std::thread::sleep(Duration::from_millis(2000));
-        assert_eq!(owner(&store, &keys), None);
+        store.delete(&[&keys.lock]).unwrap();
         assert!(write(&mut store, &waiter, b"v2"), "re-take refused");
         clean(&mut store, &keys);
     }

@@ -155,6 +155,20 @@ local done, life, secret = KEYS[6], KEYS[7], ARGV[1]
     };
 }
 
+/// Lua that drops the caller's heartbeat (`KEYS[8]`, with a lease only) as
+/// it lets go: the heartbeat is its own, made when it took the lock or
+/// queued (see [`ACQUIRE_AND_READ`]). Last, after the save's writes: a
+/// script's first write is the one a primary out of memory refuses, and a
+/// `DEL` first would let the `SET` of the data through. (Where a save
+/// returns early, the lock no longer names the caller, and its heartbeat
+/// expires.)
+macro_rules! drop_own_beat_lua {
+    () => {
+        r"if KEYS[8] then redis.call('DEL', KEYS[8]) end
+"
+    };
+}
+
 /// Lua that logs a save (write, touch or destroy) that landed: the caller's
 /// secret goes to the head of `done`, the secrets of the last 8 savers,
 /// newest first, space-separated, kept for `done_ms`. The log is the next
@@ -251,15 +265,20 @@ macro_rules! save_logged_lua {
 
 /// KEYS: data, lock, queue, waiters, the list this caller waits on (named
 /// after the one ahead of it), the list the suspect's hand-over went to, done,
-/// lifetime.
+/// lifetime; with a lease, the caller's heartbeat (`<lock>_BEAT_<secret>`),
+/// which a take makes and a queueing makes to last through the wait and the
+/// hand-over, both at '0': the caller's renewals move it once it holds the
+/// lock (see `lock::heartbeat`). No other call makes one, so an older
+/// release's holder, or one without a lease, never has one.
 /// ARGV: secret, lock TTL ms, data TTL s (0: plain GET), '1' to read the data
 /// even when busy, how long the caller will wait in ms (0: it will not, leave
 /// the queue), the hand-over timeout in ms, the owner suspected of a dead
 /// hand-over (or ''), '1' if the caller queued before, `max_waiters`, '1' to
-/// read the data when refused; with a lease only (lock TTL = the lease):
-/// `lock_expire` in ms, to which the log of savers is stretched by a take
-/// or a queueing, and the TTL a hand-over gives the caller (the lease and
-/// the BLPOP piece in which it learns of it).
+/// read the data when refused; with a lease only (the lock TTL is then
+/// `lock_expire` and a lease, the backstop): the backstop in ms, to which
+/// the log of savers is stretched by a take or a queueing (a hand-over that
+/// late carries it as the fence), and the TTL a hand-over gives the caller
+/// (the backstop too).
 /// Returns {1, data, the last writer's secret, the session's lifetime} when the lock is ours; {0, data-or-false, owner, the one
 /// ahead of us, who handed the owner the lock} when busy. Repeats are safe: a
 /// lock that already holds our secret is ours (a lost reply, or a hand-over
@@ -272,6 +291,7 @@ local read_if_busy, wait_ms, hand_over_ms = ARGV[4] == '1', tonumber(ARGV[5]), t
 local suspect, queued = ARGV[7], ARGV[8] == '1'
 local max_waiters, read_if_rejected = tonumber(ARGV[9]), ARGV[10] == '1'
 local cap_ms, handed_ms = ARGV[11], ARGV[12] or lock_ms
+local beat = KEYS[9]
 local owner = redis.call('GET', lock)
 -- A lock this thread took earlier (the first half of the secret names the
 -- thread) and has let go of: its release was lost or undone by a failover.
@@ -300,6 +320,7 @@ if not owner or owner == secret then
   -- lost reply): nobody may suspect us now. A push meant for us that we did
   -- not pop goes with our list.
   redis.call('SET', lock, secret, 'PX', lock_ms)
+  if beat then redis.call('SET', beat, '0', 'PX', lock_ms) end
   -- The log of savers is our fence: it lives as long as our lock, or with
   -- a lease as long as we may re-take it.
   if cap_ms then
@@ -340,6 +361,8 @@ if wait_ms > 0 then
     redis.call('PEXPIRE', key, expiry, 'NX')
     redis.call('PEXPIRE', key, expiry, 'GT')
   end
+  -- A hand-over gives us the lock without us: our heartbeat is there first.
+  if beat then redis.call('SET', beat, '0', 'PX', expiry + tonumber(handed_ms)) end
   -- We wait on the list of the one ahead of us: it pushes there when it releases.
   local rank = redis.call('ZRANK', queue, secret)
   ahead = owner
@@ -359,7 +382,8 @@ local handed_by = string.match(redis.call('HGET', waiters, owner) or '', '^hande
 return {0, data, owner, ahead, handed_by or false}",
 ));
 
-/// KEYS: data, lock, queue, waiters, next, done, lifetime. ARGV: secret,
+/// KEYS: data, lock, queue, waiters, next, done, lifetime; with a lease, the
+/// caller's heartbeat, which goes (see `drop_own_beat_lua`). ARGV: secret,
 /// data, data TTL s, the log's TTL ms (`lock_expire`), fence, the request's
 /// new lifetime ('' keeps the stored one, '-' drops it), the new log of
 /// savers (see [`log_save_lua`]); with a lease only, for a re-take
@@ -412,6 +436,7 @@ local done_ms = lock_ms
     r"end
 ",
     hand_over_lua!(),
+    drop_own_beat_lua!(),
     "if stale then return 0 end
 return applied_life and {1, applied_life} or 1"
 ));
@@ -453,6 +478,7 @@ local done_ms = ARGV[5]
 ",
     log_save_lua!(),
     hand_over_lua!(),
+    drop_own_beat_lua!(),
     "return life_value and {1, life_value} or 1"
 ));
 
@@ -480,6 +506,7 @@ local done_ms = ARGV[2]
 ",
     log_save_lua!(),
     hand_over_lua!(),
+    drop_own_beat_lua!(),
     "return life_value and {1, life_value} or 1"
 ));
 
@@ -494,10 +521,15 @@ local ours = owner == secret
 if not ours then
   redis.call('ZREM', queue, secret)
   redis.call('HDEL', waiters, secret)
-  if owner then return 0 end
+  if owner then
+    ",
+    drop_own_beat_lua!(),
+    r"    return 0
+  end
 end
 ",
     hand_over_lua!(),
+    drop_own_beat_lua!(),
     "if ours then return 1 end
 return 0"
 ));
@@ -512,43 +544,69 @@ pub(crate) static READ_AND_RENEW: LuaScript = LuaScript::new(concat!(
     "return {data, life_value}"
 ));
 
-/// The watchdog's renewal of a lease. KEYS: the lock; the log of savers
-/// `done` when the holder has a fence for a re-take. ARGV: the holder's
-/// secret, the new TTL in ms (the client caps it at what is left of
-/// `lock_expire` and sends nothing past that); with `done`, what is left of
+/// The watchdog's renewal of a lease: it moves the holder's heartbeat.
+/// KEYS: the lock, the holder's heartbeat; the log of savers `done` when the
+/// holder has a fence for a re-take. ARGV: the holder's secret, the
+/// heartbeat's new value (a number the holder never sent before), its TTL in
+/// ms (what is left of the lock's backstop); with `done`, what is left of
 /// `lock_expire` in ms and the fence. Returns 1 if the lock held the secret
-/// and was extended, 0 if not: a lock that lapsed, went to another holder
-/// or was released is never touched, nor its log. While the lock holds the
-/// secret, the log lasts until `lock_expire`, as the fence a re-take finds
-/// ([`retake_lua`]): where it is gone (expired before the first renewal, or
-/// none was read: the fence is then `~<secret>`) the fence is made again.
-/// Sound because the lock held this secret since the read, so nobody saved
-/// since and the fence still tells who saved last; a holder that read no
-/// log is about only with a lock it lost to this one. The lock can hold the
-/// secret again after a save only when a failover brought back the holder's
-/// queue entry and a later release handed it the lock: that save made a
-/// log, and the hand-over and the renewals stretch it to the lock's TTL,
-/// so it is never gone to be made again (and the holder's write then fails
-/// its fence). (A plain take, which runs no script, leaves this to the
-/// renewals.)
+/// and the heartbeat moved, 0 if not: a lock that was broken, went to another
+/// holder or was released is never touched, nor its log. The lock keeps the
+/// TTL its take gave it, `lock_expire` and a lease: a primary's clock that
+/// runs while it serves nobody takes nothing from a live holder (see
+/// `lock::heartbeat`). While the lock holds the secret, the log lasts until
+/// `lock_expire`, as the fence a re-take finds ([`retake_lua`]): where it is
+/// gone (expired before the first renewal, or none was read: the fence is
+/// then `~<secret>`) the fence is made again. Sound because the lock held
+/// this secret since the read, so nobody saved since and the fence still
+/// tells who saved last; a holder that read no log is about only with a
+/// lock it lost to this one. The lock can hold the secret again after a
+/// save only when a failover brought back the holder's queue entry and a
+/// later release handed it the lock: that save made a log, and the
+/// hand-over and the renewals stretch it to the lock's TTL, so it is never
+/// gone to be made again (and the holder's write then fails its fence). (A
+/// plain take, which runs no script, leaves this to the renewals.)
 pub(crate) static RENEW_LEASE: LuaScript = LuaScript::new(
     r"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-if KEYS[2] and redis.call('PEXPIRE', KEYS[2], ARGV[3], 'GT') == 0
-  and redis.call('EXISTS', KEYS[2]) == 0 then
-  redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[3])
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+if KEYS[3] and redis.call('PEXPIRE', KEYS[3], ARGV[4], 'GT') == 0
+  and redis.call('EXISTS', KEYS[3]) == 0 then
+  redis.call('SET', KEYS[3], ARGV[5], 'PX', ARGV[4])
 end
 return 1",
 );
 
+/// A waiter breaks a lock whose holder's heartbeat stood still through a
+/// whole chain of its observations (see `lock::heartbeat`). KEYS as
+/// [`WRITE_AND_RELEASE`]'s for the holder: data, lock, queue, waiters, the
+/// holder's `next` list, done, lifetime, the holder's heartbeat. ARGV: the
+/// holder's secret, the heartbeat as the waiter saw it. A compare-and-set:
+/// only while the lock holds that secret and the heartbeat that value does
+/// it drop the heartbeat and hand the lock on as the holder's release would
+/// (to the longest waiter still waiting, or to nobody). Returns 1 if it
+/// broke the lock, 0 if not. The holder's save then finds another secret
+/// (or none, and a log that names a later save or a fence it still
+/// matches: nobody saved) and stores nothing; its renewals find the lock
+/// lost. Safe to repeat: the heartbeat is gone after the first.
+pub(crate) static BREAK_LOCK: LuaScript = LuaScript::new(concat!(
+    release_keys_lua!(),
+    r"local beat, seen = KEYS[8], ARGV[2]
+if redis.call('GET', lock) ~= secret or redis.call('GET', beat) ~= seen then return 0 end
+",
+    hand_over_lua!(),
+    "redis.call('DEL', beat)
+return 1"
+));
+
 /// Every script of the protocol, for tests that check them all.
 #[cfg(test)]
-pub(crate) const SCRIPTS: [&LuaScript; 5] = [
+pub(crate) const SCRIPTS: [&LuaScript; 6] = [
     &ACQUIRE_AND_READ,
     &WRITE_AND_RELEASE,
     &TOUCH_AND_RELEASE,
     &DESTROY_AND_RELEASE,
     &RELEASE,
+    &BREAK_LOCK,
 ];
 
 #[cfg(test)]
@@ -573,6 +631,7 @@ mod tests {
             &TOUCH_AND_RELEASE,
             &DESTROY_AND_RELEASE,
             &RELEASE,
+            &BREAK_LOCK,
         ] {
             assert!(script.source().contains(hand_over_lua!()));
         }

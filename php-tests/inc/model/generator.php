@@ -23,8 +23,9 @@
 //   serves it read-only, from a replica);
 // - contention: a group where a request waits for a lock with
 //   lock_failure_readonly and is served read-only, one outlives its lock
-//   (lock_expire) and its write is refused, and one is frozen past its
-//   lease and its write takes the lock again (the fence: nobody saved since);
+//   (lock_expire and a lease: the lock's backstop) and its write is refused,
+//   and one is frozen past its lease and keeps its lock (nobody waits to
+//   break it);
 // - a fork, in a request;
 // - concurrent lifetimes, regenerations and destroys, in a group.
 
@@ -198,8 +199,9 @@ function model_group(array $sequence, bool $concurrent = false): array {
 /**
  * Locked requests that contend on purpose: one holds a until another, with
  * lock_failure_readonly and a short wait, has given up and been served a
- * read-only; one holds b past its lock_expire of 1 s; one writes c, then
- * holds it again and is frozen past its lease; maybe others on a and b.
+ * read-only; one holds b past its lock_expire of 1 s and a lease; one
+ * writes c, then holds it again and is frozen past its lease; maybe others
+ * on a and b.
  */
 function model_contention(): array {
     $processes = [[['a', 'hold']], [['a', 'ro']], [['b', 'expire']], [['c', 'incr'], ['c', 'fence']]];

@@ -304,7 +304,7 @@ final class ModelOracle {
      * process, its sections as they went: [label, how, same id?, start's
      * result, [n, by] read, close's result, warnings, what else it printed
      * (life: set_lifetime()'s result; regen: its result and the new id; fence:
-     * whether the lock had lapsed)]; a section that increments writes by =
+     * whether it still held its lock after its freeze)]; a section that increments writes by =
      * "{$tag}p{process}s{section}". Returns [what breaks the rules (empty:
      * nothing), the new ids' labels => [process, section] of the regenerate
      * that made them, the features reached => count] and leaves in the store

@@ -142,10 +142,10 @@ function model_group_script(array $sections, string $tag): string {
         signal("held-$label");
         await("done-$label");
     }
-    if ($how === 'expire') usleep(1500000);   // past its lock_expire
+    if ($how === 'expire') usleep(2500000);   // past its lock_expire and a lease: the lock's backstop
     if ($how === 'fence') {
-        freeze(1.5);   // past its lease: nobody renews it, and nobody else takes it
-        echo "fence $s ", json_encode(!rediscluster_session_lock_info(session_id())['locked']), "\n";
+        freeze(1.5);   // past its lease: nobody renews it, nobody watches it, so nobody breaks it
+        echo "fence $s ", json_encode(rediscluster_session_lock_info(session_id())['locked']), "\n";
     }
     if ($how === 'incr_end') break;   // written at the request's end
     $closed = match ($how) { 'abort' => session_abort(), 'rac' => true, 'destroy' => session_destroy(), default => session_write_close() };
@@ -423,10 +423,17 @@ function model_freeze(string $id): string {
 
 /**
  * Thaws $primary. What the request sent it meanwhile runs now: a lock of $id
- * taken then (and released or not) is gone within a lease.
+ * taken then, by a request that gave up and could not release it, lives
+ * lock_expire and a lease; its heartbeat never moves, so the next request
+ * breaks it a lease after it came. One such request here (it reads and
+ * releases, changing nothing), then the lock is gone.
  */
 function model_thaw(string $primary, string $id): void {
     model_cluster_node('resume-node', $primary);
+    if (rcs_cmd('EXISTS', rcs_lock_key($id)) === 1) {
+        rcs_php("session_id('$id'); @session_start(['read_and_close' => true]);",
+            rcs_locking(['redis.session.lock_retries' => '500', 'redis.session.lock_wait_time' => '20000']));
+    }
     rcs_wait_until(fn() => rcs_cmd('EXISTS', rcs_lock_key($id)) === 0, 10);
 }
 

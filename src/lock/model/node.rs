@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::rc::Rc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, bail};
 
@@ -16,7 +16,8 @@ use crate::lifetime::{Expiry, unix_now_ms};
 use crate::script::LuaScript;
 use crate::settings::{INI_DEFAULTS, IniSource, ReleaseCommand, ReplicaAck};
 use crate::store::{
-    DataAndLifetime, LockStore, PlainRead, PlainTake, Reply, SessionStore, whole_seconds,
+    DataAndLifetime, LockPoll, LockStore, PlainRead, PlainTake, Polled, Reply, SessionStore,
+    whole_seconds,
 };
 
 /// One node as the handler's store, shared by the handlers that use it
@@ -212,6 +213,25 @@ impl LockStore for Node {
         take.read(replies.into_iter().collect::<Result<Vec<_>>>()?)
     }
 
+    fn poll_lock(&mut self, poll: &LockPoll, _: Duration) -> Result<Option<Polled>> {
+        let sent = Instant::now();
+        let bytes = |command: &[&[u8]]| match self.call(command)? {
+            Reply::Data(bytes) => Ok(Some(bytes)),
+            _ => Ok::<_, anyhow::Error>(None),
+        };
+        let pushed = bytes(&[b"LPOP", poll.list])?;
+        let owner = bytes(&[b"GET", poll.lock])?;
+        let beat = bytes(&[b"GET", poll.beat])?;
+        Ok(Some(Polled {
+            pushed,
+            owner,
+            beat,
+            sent,
+            replied: Instant::now(),
+            primary: None,
+        }))
+    }
+
     /// One process: nobody else hands the lock over.
     fn pop_wait(&mut self, _: &[u8], _: Duration) -> Result<Option<Vec<u8>>> {
         Ok(None)
@@ -223,6 +243,7 @@ impl LockStore for Node {
         _: &[u8],
         _: ReleaseCommand,
         _: &[u8],
+        _: Option<&[u8]>,
     ) -> Result<Option<(bool, u64)>> {
         Ok(None)
     }
