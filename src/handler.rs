@@ -382,7 +382,7 @@ impl<S: SessionStore + LockStore> SessionHandler<S> {
                     self.messages.push(Message::Warning(format!(
                         "rediscluster: no watchdog to renew the lock's lease ({err}): {}",
                         if dropped {
-                            "the lock lasts redis.session.lock_expire, as with rediscluster_session.lock_lease_ms=0"
+                            "no waiter breaks the lock, which lasts redis.session.lock_expire and a lease"
                         } else {
                             "a waiter may take it over after rediscluster_session.lock_lease_ms"
                         }

@@ -864,11 +864,8 @@ impl LockStore for ClusterStore {
     }
 
     fn poll_lock(&mut self, poll: &LockPoll, pause: Duration) -> Result<Option<Polled>> {
-        // The whole pause, however late the thread wakes: the budget is for
-        // the cluster's time, not this waiter's own.
         let paused = Instant::now();
         std::thread::sleep(pause);
-        budget::extend(paused.elapsed());
         let commands: [&[&[u8]]; 3] = [
             &[b"LPOP", poll.list],
             &[b"GET", poll.lock],
@@ -880,6 +877,9 @@ impl LockStore for ClusterStore {
             |packed| self.send(poll.lock, packed, commands.len(), Duration::ZERO, false),
         )?;
         let replied = Instant::now();
+        // The whole poll, however late the thread woke, as a BLPOP's block
+        // is: a wait of many polls must not spend the call's budget.
+        budget::extend(replied - paused);
         if replies.iter().any(is_redirect) {
             return Ok(None);
         }

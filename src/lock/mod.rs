@@ -43,6 +43,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, bail};
 
+use crate::config::NodeAddr;
 use crate::keys::{LockKeys, beat_key, done_key};
 use crate::lifetime::{Change, Lifetime};
 use crate::resp::Decimal;
@@ -520,6 +521,36 @@ pub(crate) fn break_call<R>(
     )
 }
 
+/// What a waiter with a lease keeps across its attempts.
+struct Watch {
+    /// Its observations of the holder ahead.
+    chain: Chain<(String, Vec<u8>)>,
+    /// The primary that answered its last poll.
+    primary: Option<NodeAddr>,
+    /// It broke a lock: the request warns.
+    broke: bool,
+}
+
+impl Watch {
+    fn new(lease: Duration) -> Watch {
+        Watch {
+            chain: Chain::new(LeaseTimes::of(lease)),
+            primary: None,
+            broke: false,
+        }
+    }
+}
+
+/// How a piece of watching ended.
+enum Watched {
+    /// The lock was handed to us: the data.
+    Handed(Option<Vec<u8>>),
+    /// The holder let go or changed, or a call failed: attempt again now.
+    Changed,
+    /// Not next in line, or the holder has no heartbeat, or the piece is over.
+    NotWatched,
+}
+
 /// How long a lock lives from its take or hand-over: `lock_expire`, and with
 /// a lease a lease more, the backstop: the lease itself is judged by the
 /// waiters, over the time the server served (see [`heartbeat`]); the margin
@@ -790,62 +821,64 @@ impl Acquisition {
 
     /// As the next in line behind a holder (see [`Self::attempt_replied`]),
     /// watches its heartbeat until `until` (see [`heartbeat`]): polls the
-    /// lock, the heartbeat and the list its hand-over comes to, every half
-    /// gap, and breaks the lock once the chain says so (`broke` then says
-    /// so). The data once the lock is ours; `None` when it is not by then,
-    /// or sooner when the holder has no heartbeat (the caller then blocks
-    /// for the rest), let go or changed, or a call failed or was redirected
-    /// (the next attempt follows).
+    /// lock, the heartbeat and the list its hand-over comes to every half
+    /// gap, and breaks the lock once the chain says so. `NotWatched` when it
+    /// is not next in line or the holder has no heartbeat (the caller blocks
+    /// for the rest of the piece, or the piece is over); `Changed` when the
+    /// holder let go or changed, or a call failed or was redirected (the
+    /// next attempt follows).
     fn watch_holder(
         &mut self,
         store: &mut impl LockStore,
-        chain: &mut Chain<(String, Vec<u8>)>,
+        watch: &mut Watch,
         until: Instant,
-        broke: &mut bool,
-    ) -> Option<Option<Vec<u8>>> {
-        let owner = self.next_behind.clone()?;
+    ) -> Watched {
+        let Some(owner) = self.next_behind.clone() else {
+            return Watched::NotWatched;
+        };
         let beat = self.held.keys.beat(owner.as_bytes());
-        let pause = chain.times().gap / 2;
-        let mut primary = None;
-        let mut first = true;
-        while first || Instant::now() < until {
+        let half_gap = watch.chain.times().gap / 2;
+        let mut pause = half_gap;
+        while Instant::now() < until {
             let poll = LockPoll {
                 list: self.wait_list(),
                 lock: &self.held.keys.lock,
                 beat: &beat,
             };
-            let Ok(Some(polled)) =
-                store.poll_lock(&poll, if first { Duration::ZERO } else { pause })
-            else {
-                chain.interrupted();
-                return None;
+            let Ok(Some(polled)) = store.poll_lock(&poll, pause) else {
+                watch.chain.interrupted();
+                return Watched::Changed;
             };
-            first = false;
+            pause = half_gap;
             if polled.pushed.is_some()
                 && let Ok(Some(data)) = self.popped(polled.pushed)
             {
-                return Some(data);
+                return Watched::Handed(data);
             }
-            if primary.is_some() && primary != polled.primary {
-                chain.interrupted();
+            // A new primary for the slot: its first replies start the grace.
+            if watch.primary.is_some() && watch.primary != polled.primary {
+                watch.chain.interrupted();
             }
-            primary = polled.primary;
+            watch.primary = polled.primary;
             if polled.owner.as_deref() != Some(owner.as_bytes()) {
-                return None;
+                return Watched::Changed;
             }
-            let seen = polled.beat.map(|beat| (owner.clone(), beat));
-            let no_heartbeat = seen.is_none();
-            if let Verdict::Break(seen) = chain.observe(polled.sent, polled.replied, seen) {
-                if let Ok(true) = self.break_lock(store, &seen.0, &seen.1) {
-                    *broke = true;
-                    stats::lock_broken();
-                    first = true;
-                }
-            } else if no_heartbeat {
-                return None;
+            let Some(seen) = polled.beat else {
+                watch.chain.observe(polled.sent, polled.replied, None);
+                return Watched::NotWatched;
+            };
+            let seen = (owner.clone(), seen);
+            if let Verdict::Break(seen) =
+                watch.chain.observe(polled.sent, polled.replied, Some(seen))
+                && let Ok(true) = self.break_lock(store, &seen.0, &seen.1)
+            {
+                watch.broke = true;
+                stats::lock_broken();
+                // The hand-over is on our list now: fetch it at once.
+                pause = Duration::ZERO;
             }
         }
-        None
+        Watched::NotWatched
     }
 
     /// Breaks the lock of `owner` if its heartbeat still shows `seen` (see
@@ -953,11 +986,14 @@ pub fn acquire_and_read(
     let deadline = lock
         .total_wait()
         .and_then(|total| started.checked_add(total));
-    let longest_piece = longest_piece(lock);
+    let mut watch = lock.lease.map(Watch::new);
+    // With a lease, pieces of a second: the next in line spends them
+    // polling, and a script between them would only add to its calls.
+    let longest_piece = match watch {
+        Some(_) => HAND_OVER_TIMEOUT,
+        None => longest_piece(lock),
+    };
     let mut waited = false;
-    // With a lease, the chain of observations of the holder ahead.
-    let mut chain = lock.lease.map(|window| Chain::new(LeaseTimes::of(window)));
-    let mut broke = false;
     let mut outcome = loop {
         let now = Instant::now();
         let remaining = deadline.map(|deadline| deadline.saturating_duration_since(now));
@@ -984,10 +1020,14 @@ pub fn acquire_and_read(
         // No hand-over, or a reply lost on the way: the next attempt finds
         // the lock ours if it was handed over.
         let piece_ends = Instant::now() + piece;
-        if let Some(chain) = &mut chain
-            && let Some(data) = acquisition.watch_holder(store, chain, piece_ends, &mut broke)
-        {
-            break Acquired::Locked(Box::new(acquisition.into_held()), data);
+        if let Some(watch) = &mut watch {
+            match acquisition.watch_holder(store, watch, piece_ends) {
+                Watched::Handed(data) => {
+                    break Acquired::Locked(Box::new(acquisition.into_held()), data);
+                }
+                Watched::Changed => continue,
+                Watched::NotWatched => {}
+            }
         }
         let rest = piece_ends.saturating_duration_since(Instant::now());
         if !rest.is_zero()
@@ -996,7 +1036,7 @@ pub fn acquire_and_read(
             break Acquired::Locked(Box::new(acquisition.into_held()), data);
         }
     };
-    if let (Acquired::Locked(held, _), true) = (&mut outcome, broke) {
+    if let (Acquired::Locked(held, _), Some(Watch { broke: true, .. })) = (&mut outcome, &watch) {
         held.broke = lock.lease;
     }
     let waited = if waited {
@@ -2047,6 +2087,36 @@ mod cluster_tests {
         assert!(!write(&mut store, &dead, b"dead"));
         assert!(write(&mut store, &held, b"v1"));
         assert_eq!(store.get(&keys.data, None).unwrap(), Some(b"v1".to_vec()));
+        clean(&mut store, &keys);
+    }
+
+    /// A holder and the waiter next in line both died: the next waiter to
+    /// queue finds the dead one's wait over (it renewed its deadline no
+    /// more), takes its place next in line and breaks the lock, seconds
+    /// before lock_expire.
+    #[test]
+    #[ignore = "needs a cluster: scripts/test.sh"]
+    fn a_dead_waiter_ahead_does_not_keep_the_next_from_breaking_a_dead_holders_lock() {
+        let mut store = store();
+        let keys = keys("dead-waiter");
+        clean(&mut store, &keys);
+        let _dead = foreign_holder(&mut store, &keys, Some(Duration::from_secs(1)));
+        let mut dead_waiter =
+            leased_process(&keys, Duration::from_secs(30), Duration::from_secs(1));
+        let attempt = dead_waiter
+            .attempt(&mut store, HAND_OVER_TIMEOUT, false)
+            .unwrap();
+        assert!(matches!(attempt, Attempt::Busy(None)));
+        let (acquired, took) = wait_with_a_lease(&mut store, &keys, Duration::from_secs(20));
+        let Acquired::Locked(held, _) = acquired else {
+            panic!("not taken in {took:?}")
+        };
+        assert_eq!(held.broke, Some(Duration::from_secs(1)));
+        // The dead waiter's wait (a piece and the hand-over timeout) and a
+        // lease of watching, well within lock_expire even on a busy machine.
+        assert!(took >= Duration::from_secs(1), "{took:?}");
+        assert!(took < Duration::from_secs(15), "{took:?}");
+        assert!(write(&mut store, &held, b"v1"));
         clean(&mut store, &keys);
     }
 

@@ -344,6 +344,7 @@ if wait_ms > 0 and max_waiters > 0 and not redis.call('ZSCORE', queue, secret) t
   local waiting = redis.call('ZCARD', queue)
   if waiting >= max_waiters then
     if read_if_rejected then data = redis.call('GET', data_key) end
+    if beat then redis.call('DEL', beat) end
     return {2, data, waiting}
   end
 end
@@ -365,6 +366,20 @@ if wait_ms > 0 then
   if beat then redis.call('SET', beat, '0', 'PX', expiry + tonumber(handed_ms)) end
   -- We wait on the list of the one ahead of us: it pushes there when it releases.
   local rank = redis.call('ZRANK', queue, secret)
+  -- With a lease, waiters ahead whose wait has ended leave the queue (a live
+  -- one renews its deadline every piece: these died, and a hand-over would
+  -- pass them over), so that the first live one is next in line and watches
+  -- the holder's heartbeat.
+  if cap_ms and rank > 0 then
+    for _, other in ipairs(redis.call('ZRANGE', queue, '0', rank - 1)) do
+      local ends = string.match(redis.call('HGET', waiters, other) or '', '^%d+ %d+ (%d+)$')
+      if not ends or tonumber(ends) < now then
+        redis.call('ZREM', queue, other)
+        redis.call('HDEL', waiters, other)
+      end
+    end
+    rank = redis.call('ZRANK', queue, secret)
+  end
   ahead = owner
   if rank > 0 then ahead = redis.call('ZRANGE', queue, rank - 1, rank - 1)[1] end
   -- A hand-over carries the log as our fence: it must outlast our lease.
@@ -377,6 +392,8 @@ elseif queued then
   redis.call('ZREM', queue, secret)
   redis.call('HDEL', waiters, secret)
 end
+-- Leaving (its wait is over): its heartbeat, made when it queued, goes.
+if wait_ms == 0 and beat then redis.call('DEL', beat) end
 if read_if_busy then data = redis.call('GET', data_key) end
 local handed_by = string.match(redis.call('HGET', waiters, owner) or '', '^handed %d+ (%x+)$')
 return {0, data, owner, ahead, handed_by or false}",
@@ -568,6 +585,9 @@ pub(crate) static READ_AND_RENEW: LuaScript = LuaScript::new(concat!(
 /// plain take, which runs no script, leaves this to the renewals.)
 pub(crate) static RENEW_LEASE: LuaScript = LuaScript::new(
     r"if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+-- PEXPIRE first, which a primary out of memory allows: the SET after it
+-- then goes through, as a break at the limit does.
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
 if KEYS[3] and redis.call('PEXPIRE', KEYS[3], ARGV[4], 'GT') == 0
   and redis.call('EXISTS', KEYS[3]) == 0 then
