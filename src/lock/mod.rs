@@ -548,7 +548,7 @@ enum Watched {
     /// The holder let go or changed, or a call failed: attempt again now.
     Changed,
     /// Not next in line, or the holder has no heartbeat, or the piece is over.
-    NotWatched,
+    Block,
 }
 
 /// How long a lock lives from its take or hand-over: `lock_expire`, and with
@@ -822,7 +822,7 @@ impl Acquisition {
     /// As the next in line behind a holder (see [`Self::attempt_replied`]),
     /// watches its heartbeat until `until` (see [`heartbeat`]): polls the
     /// lock, the heartbeat and the list its hand-over comes to every half
-    /// gap, and breaks the lock once the chain says so. `NotWatched` when it
+    /// gap, and breaks the lock once the chain says so. `Block` when it
     /// is not next in line or the holder has no heartbeat (the caller blocks
     /// for the rest of the piece, or the piece is over); `Changed` when the
     /// holder let go or changed, or a call failed or was redirected (the
@@ -834,7 +834,7 @@ impl Acquisition {
         until: Instant,
     ) -> Watched {
         let Some(owner) = self.next_behind.clone() else {
-            return Watched::NotWatched;
+            return Watched::Block;
         };
         let beat = self.held.keys.beat(owner.as_bytes());
         let half_gap = watch.chain.times().gap / 2;
@@ -865,7 +865,7 @@ impl Acquisition {
             }
             let Some(seen) = polled.beat else {
                 watch.chain.observe(polled.sent, polled.replied, None);
-                return Watched::NotWatched;
+                return Watched::Block;
             };
             let seen = (owner.clone(), seen);
             if let Verdict::Break(seen) =
@@ -878,7 +878,7 @@ impl Acquisition {
                 pause = Duration::ZERO;
             }
         }
-        Watched::NotWatched
+        Watched::Block
     }
 
     /// Breaks the lock of `owner` if its heartbeat still shows `seen` (see
@@ -1026,7 +1026,7 @@ pub fn acquire_and_read(
                     break Acquired::Locked(Box::new(acquisition.into_held()), data);
                 }
                 Watched::Changed => continue,
-                Watched::NotWatched => {}
+                Watched::Block => {}
             }
         }
         let rest = piece_ends.saturating_duration_since(Instant::now());
