@@ -9,7 +9,7 @@
 // 50 ms, so that parallel calls reach every worker); ?metrics=1 the pool's;
 // ?lock_wait=1 the worker's rediscluster_session_lock_wait() for this
 // request, and whether opcache is on; ?hold=FILE keeps the session (and its lock) until the test
-// creates FILE (60 s at most).
+// creates FILE (60 s at most), and writes the worker's pid to FILE.pid once it holds it.
 if (isset($_GET['warn'])) {
     trigger_error('deliberate warning from the served app', E_USER_WARNING);
     exit;
@@ -45,6 +45,8 @@ if (!session_start()) {
 }
 $_SESSION['visits'] = ($_SESSION['visits'] ?? 0) + 1;
 usleep(10000);
+// Which worker holds: a test or bench kills it.
+if (isset($_GET['hold'])) file_put_contents($_GET['hold'] . '.pid', getmypid());
 for ($until = microtime(true) + 60; isset($_GET['hold']) && !file_exists($_GET['hold']) && microtime(true) < $until;) {
     usleep(5000);
 }

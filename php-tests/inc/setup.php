@@ -315,7 +315,8 @@ function rcs_hold_code(float|string $hold): string {
 /** A path, not yet there, for a child of rcs_hold_code() to wait for: touch() it to let the child go on. Removed at exit. */
 function rcs_go_file(): string {
     $file = sys_get_temp_dir() . '/rcs-go-' . getmypid() . '-' . bin2hex(random_bytes(6));
-    register_shutdown_function(fn() => @unlink($file));
+    // (And the holder's pid the served app writes beside it.)
+    register_shutdown_function(fn() => array_map(fn($path) => @unlink($path), [$file, "$file.pid"]));
     return $file;
 }
 
