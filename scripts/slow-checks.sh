@@ -13,7 +13,9 @@ set -euo pipefail
 cd "$ROOT"
 if [ "${1:-}" = --quick ]; then
     exec "${2:?usage: scripts/slow-checks.sh --quick TEST_BINARY}" lock::model::quick \
-        lock::model::serving::tests::a_stall_then_a_failover --ignored --nocapture --test-threads=1
+        lock::model::serving::tests::a_stall_then_a_failover \
+        lock::model::serving::tests::two_holders_a_waiter_a_stall_ending_in_a_failover \
+        --ignored --nocapture --test-threads=1
 fi
 test_bin=${1:?usage: scripts/slow-checks.sh [--quick] TEST_BINARY}
 

@@ -949,6 +949,19 @@ mod tests {
         holds("3 clients, 1 stall, 1 failover", model);
     }
 
+    /// Two holders and a waiter, one stall longer than the window that
+    /// ends in a failover, in one trace.
+    #[test]
+    #[ignore = "exhaustive, seconds: the quick tier"]
+    fn two_holders_a_waiter_a_stall_ending_in_a_failover() {
+        let model = ServingModel {
+            stall_ticks: vec![6],
+            begin_by: 2,
+            ..model(3, 1, 1, 0, 12)
+        };
+        holds("3 clients, 1 stall ending in a failover", model);
+    }
+
     #[test]
     fn the_lease_as_the_locks_ttl_loses_a_live_holder_in_a_stall() {
         let model = ServingModel {
