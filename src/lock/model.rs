@@ -1180,8 +1180,12 @@ impl LockModel {
         }
     }
 
-    /// Notes the saves applied when a hand-over gave the lock to a waiter.
-    fn note_hand_over(state: &mut State) {
+    /// Notes the saves applied when a hand-over gave the lock to a waiter
+    /// (counted with a lease only).
+    fn note_hand_over(&self, state: &mut State) {
+        if self.lock.lease.is_none() {
+            return;
+        }
         let Some((o, n)) = lock_owner(&state.primary).and_then(client_of) else {
             return;
         };
@@ -1506,7 +1510,7 @@ impl Model for LockModel {
                 state.applied = state.replicated;
             }
         }
-        Self::note_hand_over(&mut state);
+        self.note_hand_over(&mut state);
         self.check(&mut state);
         Some(state)
     }
