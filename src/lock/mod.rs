@@ -949,8 +949,10 @@ impl Acquisition {
 /// Takes the lock and reads the data, waiting while it is busy for at most
 /// `lock_retries` × `lock_wait_time` in all (or forever), by the wall clock.
 /// A waiter blocks on its own list in pieces of `lock_wait_time`, within
-/// [`SHORTEST_PIECE`] and [`HAND_OVER_TIMEOUT`], keeping its place in the
-/// queue. Between pieces it looks for a lock that came free without a
+/// [`SHORTEST_PIECE`] and [`HAND_OVER_TIMEOUT`] (with a lease, pieces of
+/// the latter, and the next in line polls through them instead to watch
+/// the holder's heartbeat: [`Acquisition::watch_holder`]), keeping its
+/// place in the queue. Between pieces it looks for a lock that came free without a
 /// hand-over (a holder that died, DELEX, an older release of this extension)
 /// and for a hand-over that died on the way. Also returns how long it waited
 /// (zero when the lock was free). With `plain_first` it tries plain `SET NX`
@@ -2031,6 +2033,26 @@ mod cluster_tests {
         (acquired, started.elapsed())
     }
 
+    /// This thread waits with a lease of 1 s behind a dead holder (lease
+    /// 1 s, lock_expire 30 s) and breaks its lock: after a lease of watching
+    /// at least, and well within lock_expire even on a busy machine. The
+    /// lock and the data it read.
+    fn break_a_dead_holders_lock(
+        store: &mut ClusterStore,
+        keys: &LockKeys,
+    ) -> (Box<HeldLock>, Option<Vec<u8>>) {
+        let broken_before = locks_broken();
+        let (acquired, took) = wait_with_a_lease(store, keys, Duration::from_secs(20));
+        let Acquired::Locked(held, data) = acquired else {
+            panic!("not taken in {took:?}")
+        };
+        assert_eq!(held.broke, Some(Duration::from_secs(1)));
+        assert_eq!(locks_broken(), broken_before + 1);
+        assert!(took >= Duration::from_secs(1), "{took:?}");
+        assert!(took < Duration::from_secs(15), "{took:?}");
+        (held, data)
+    }
+
     /// Renews `held`'s lease every third of it, from a thread of its own,
     /// until the returned flag is set.
     fn renew_in_the_background(held: &HeldLock) -> (Arc<AtomicBool>, std::thread::JoinHandle<u32>) {
@@ -2068,18 +2090,8 @@ mod cluster_tests {
             .set(&keys.data, b"v0", Duration::from_secs(60))
             .unwrap();
         let dead = foreign_holder(&mut store, &keys, Some(Duration::from_secs(1)));
-        let broken_before = locks_broken();
-        let (acquired, took) = wait_with_a_lease(&mut store, &keys, Duration::from_secs(20));
-        let Acquired::Locked(held, data) = acquired else {
-            panic!("not taken in {took:?}")
-        };
+        let (held, data) = break_a_dead_holders_lock(&mut store, &keys);
         assert_eq!(data.as_deref(), Some(&b"v0"[..]));
-        assert_eq!(held.broke, Some(Duration::from_secs(1)));
-        assert_eq!(locks_broken(), broken_before + 1);
-        // A lease of watching at least; well within lock_expire (30 s) even
-        // on a busy machine.
-        assert!(took >= Duration::from_secs(1), "{took:?}");
-        assert!(took < Duration::from_secs(15), "{took:?}");
         assert_eq!(
             store.get(&keys.beat(dead.secret.as_bytes()), None).unwrap(),
             None
@@ -2107,15 +2119,8 @@ mod cluster_tests {
             .attempt(&mut store, HAND_OVER_TIMEOUT, false)
             .unwrap();
         assert!(matches!(attempt, Attempt::Busy(None)));
-        let (acquired, took) = wait_with_a_lease(&mut store, &keys, Duration::from_secs(20));
-        let Acquired::Locked(held, _) = acquired else {
-            panic!("not taken in {took:?}")
-        };
-        assert_eq!(held.broke, Some(Duration::from_secs(1)));
-        // The dead waiter's wait (a piece and the hand-over timeout) and a
-        // lease of watching, well within lock_expire even on a busy machine.
-        assert!(took >= Duration::from_secs(1), "{took:?}");
-        assert!(took < Duration::from_secs(15), "{took:?}");
+        // (Behind the dead waiter's wait: a piece and the hand-over timeout.)
+        let (held, _) = break_a_dead_holders_lock(&mut store, &keys);
         assert!(write(&mut store, &held, b"v1"));
         clean(&mut store, &keys);
     }

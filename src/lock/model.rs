@@ -57,6 +57,19 @@
 //!   the caller's secret is applied, and the repeat of one that applied, its
 //!   reply lost, is acknowledged.
 
+/// A property that holds while no step has recorded `$invariant` broken:
+/// each model's `State` keeps the first violation in `violation`.
+macro_rules! holds {
+    ($name:literal, $invariant:expr) => {
+        stateright::Property::always($name, |_, state: &State| {
+            state
+                .violation
+                .as_ref()
+                .is_none_or(|(broken, _)| *broken != $invariant)
+        })
+    };
+}
+
 pub(crate) mod node;
 pub(crate) mod server;
 pub(crate) mod serving;
@@ -1516,16 +1529,6 @@ impl Model for LockModel {
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
-        macro_rules! holds {
-            ($name:literal, $invariant:expr) => {
-                Property::always($name, |_, state: &State| {
-                    state
-                        .violation
-                        .as_ref()
-                        .is_none_or(|(broken, _)| *broken != $invariant)
-                })
-            };
-        }
         vec![
             holds!("safety", Invariant::Safety),
             holds!("mutual exclusion", Invariant::MutualExclusion),
