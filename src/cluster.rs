@@ -36,7 +36,7 @@ use redis::{ErrorKind, RedisError, RedisResult, ServerErrorKind, Value};
 
 use crate::config::{ConnectionConfig, NodeAddr};
 use crate::keys::SLOT_COUNT;
-use crate::link::{self, Link, ReplyWindow, closed_by_peer};
+use crate::link::{self, Lent, Link, ReplyWindow, closed_by_peer};
 use crate::stats::{self, NodeEvent, SlotMapSource};
 use shared_map::SharedMap;
 
@@ -97,6 +97,28 @@ type SlotMap = Vec<SlotRange>;
 struct Node {
     addr: NodeAddr,
     connection: Option<Link>,
+    /// The connection while lent to the lease watchdog (see [`Cluster::lend`]).
+    lent: Option<Lent>,
+}
+
+impl Node {
+    fn new(addr: NodeAddr, connection: Option<Link>) -> Node {
+        Node {
+            addr,
+            connection,
+            lent: None,
+        }
+    }
+
+    /// The lent connection back before a call, if the watchdog has not
+    /// dropped it (a failed renewal) and is done with it by `deadline`.
+    fn take_back(&mut self, deadline: Instant) {
+        if let Some(lent) = self.lent.take()
+            && let Some(link) = lent.take_back(deadline)
+        {
+            self.connection.get_or_insert(link);
+        }
+    }
 }
 
 /// One cluster's slot map and connections, kept for the worker's life.
@@ -256,8 +278,10 @@ impl Cluster {
     fn forget_if_forked(&mut self) {
         let pid = std::process::id();
         if pid != self.pid {
+            // A lent one too, unlocked: the parent's watchdog may hold it.
             for node in self.nodes.iter_mut().chain(&mut self.replica_links) {
                 node.connection = None;
+                node.lent = None;
             }
             self.pid = pid;
             stats::process_started();
@@ -270,6 +294,7 @@ impl Cluster {
     pub fn close_connections(&mut self) {
         for node in &mut self.nodes {
             node.connection = None;
+            node.lent = None;
         }
         self.replica_links.clear();
     }
@@ -291,6 +316,17 @@ impl Cluster {
     /// Sends the request to its slot's primary and returns the replies,
     /// following redirects and retrying until its deadline. Error replies
     /// other than redirects come back as `Value::ServerError`.
+    /// Lends the connection to `slot`'s primary to the lease watchdog while
+    /// the request runs PHP code; the next call to that node takes it back.
+    /// `None` without one (the request has not called that node).
+    pub fn lend(&mut self, slot: u16) -> Option<Lent> {
+        let node = self.nodes.get_mut(usize::from(*self.slots.get(usize::from(slot))?))?;
+        if node.lent.is_none() {
+            node.lent = Some(Lent::new(node.connection.take()?));
+        }
+        node.lent.clone()
+    }
+
     /// The primary this map names for `slot`, if any.
     pub fn primary_of(&self, slot: u16) -> Option<&NodeAddr> {
         let index = *self.slots.get(usize::from(slot))?;
@@ -672,7 +708,7 @@ impl Cluster {
         }
         let mut last_error = None;
         let connected: Vec<usize> = (0..self.nodes.len())
-            .filter(|&i| self.nodes[i].connection.is_some())
+            .filter(|&i| self.nodes[i].connection.is_some() || self.nodes[i].lent.is_some())
             .collect();
         for index in connected {
             if Instant::now() >= deadline {
@@ -767,12 +803,15 @@ impl Cluster {
             let index = match owners.iter().position(|node| node.addr == addr) {
                 Some(index) => index,
                 None => {
-                    let connection = self
-                        .nodes
-                        .iter_mut()
-                        .find(|node| node.addr == addr)
-                        .and_then(|node| node.connection.take());
-                    owners.push(Node { addr, connection });
+                    let kept = self.nodes.iter_mut().find(|node| node.addr == addr);
+                    owners.push(match kept {
+                        Some(kept) => Node {
+                            addr,
+                            connection: kept.connection.take(),
+                            lent: kept.lent.take(),
+                        },
+                        None => Node::new(addr, None),
+                    });
                     owners.len() - 1
                 }
             };
@@ -819,10 +858,7 @@ fn index_in(nodes: &mut Vec<Node>, addr: NodeAddr) -> usize {
     match nodes.iter().position(|node| node.addr == addr) {
         Some(index) => index,
         None => {
-            nodes.push(Node {
-                addr,
-                connection: None,
-            });
+            nodes.push(Node::new(addr, None));
             nodes.len() - 1
         }
     }
@@ -844,6 +880,7 @@ fn exchange_with(
     window: ReplyWindow,
     repeat_if_closed: bool,
 ) -> RedisResult<Vec<Value>> {
+    node.take_back(window.deadline);
     drop_if_closed_while_idle(node, window.now);
     let kept = node.connection.is_some();
     match exchange_once(config, node, prefix, packed, count, window) {
@@ -891,6 +928,7 @@ fn send_to(
     packed: &[u8],
     mut window: ReplyWindow,
 ) -> RedisResult<()> {
+    node.take_back(window.deadline);
     drop_if_closed_while_idle(node, window.now);
     let sent = connection(config, node, &mut window).and_then(|link| link.send(packed, window));
     if sent.is_err() {

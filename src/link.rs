@@ -12,7 +12,7 @@
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 
 use redis::{ErrorKind, RedisError, RedisResult, Value};
@@ -446,6 +446,53 @@ impl Link {
             replies.push(reply);
         }
         Ok(replies)
+    }
+}
+
+/// A request's connection to a locked session's primary, lent to the lease
+/// watchdog while the request runs PHP code: renewals over it need no
+/// connection of their own, which a node at `maxclients`, a lost SYN, a slow
+/// TLS handshake or a password rotated since the request connected would
+/// refuse or delay. The request takes it back before its next call.
+#[derive(Clone)]
+pub struct Lent(Arc<Mutex<Option<Link>>>);
+
+/// How often a request that wants its connection back looks again while the
+/// watchdog exchanges over it (one renewal: well under a millisecond unless
+/// the node stalls).
+const TAKE_BACK_PAUSE: Duration = Duration::from_millis(1);
+
+impl Lent {
+    pub fn new(link: Link) -> Lent {
+        Lent(Arc::new(Mutex::new(Some(link))))
+    }
+
+    /// The link for one exchange of the watchdog's, unless the request is
+    /// taking it back now or has (`None` inside).
+    pub fn borrow(&self) -> Option<MutexGuard<'_, Option<Link>>> {
+        match self.0.try_lock() {
+            Ok(guard) => Some(guard),
+            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// The link back for the request, waiting while the watchdog exchanges
+    /// over it, up to `deadline`; `None` if the watchdog dropped it (broken)
+    /// or still uses it then.
+    pub fn take_back(&self, deadline: Instant) -> Option<Link> {
+        loop {
+            match self.0.try_lock() {
+                Ok(mut guard) => return guard.take(),
+                Err(TryLockError::Poisoned(poisoned)) => {
+                    return poisoned.into_inner().take();
+                }
+                Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(TAKE_BACK_PAUSE);
+                }
+                Err(TryLockError::WouldBlock) => return None,
+            }
+        }
     }
 }
 
@@ -1027,6 +1074,37 @@ mod tests {
 
     fn plain_config() -> ConnectionConfig {
         ConnectionConfig::from(&crate::save_path::parse("seed[]=127.0.0.1:1").unwrap())
+    }
+
+    #[test]
+    fn a_lent_link_comes_back_once_the_watchdog_is_done_with_it() {
+        let node = fake_node(b"+PONG\r\n", 64, Duration::ZERO);
+        let open = || Link::open(&plain_config(), &node, Instant::now() + Duration::from_secs(5));
+        let lent = Lent::new(open().unwrap());
+        let renewing = std::sync::Barrier::new(2);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let link = lent.borrow().expect("free");
+                renewing.wait();
+                std::thread::sleep(Duration::from_millis(100));
+                drop(link);
+            });
+            renewing.wait();
+            // While the watchdog exchanges over it: not lent twice; the
+            // request waits no longer than its deadline...
+            assert!(lent.borrow().is_none());
+            let started = Instant::now();
+            assert!(lent.take_back(started + Duration::from_millis(20)).is_none());
+            assert!(started.elapsed() >= Duration::from_millis(20));
+            // ...and gets it once the watchdog is done.
+            assert!(lent.take_back(started + Duration::from_secs(5)).is_some());
+        });
+        // Taken back: nothing left for the watchdog.
+        assert!(lent.borrow().expect("free").is_none());
+        // One the watchdog dropped (a renewal failed on it): none to take back.
+        let dropped = Lent::new(open().unwrap());
+        *dropped.borrow().expect("free") = None;
+        assert!(dropped.take_back(Instant::now()).is_none());
     }
 
     /// A PING to a fake node that answers `answer`, its first `skipped`

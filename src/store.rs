@@ -18,7 +18,7 @@ use crate::cluster::{Cluster, ReadFrom, Request, Unreachable, error_kind, is_red
 use crate::config::{ConnectionConfig, NodeAddr};
 use crate::keys::{LockKeys, hash_slot};
 use crate::lifetime::Expiry;
-use crate::link;
+use crate::link::{self, Lent};
 use crate::resp::{Decimal, pack, packed, packed_size};
 use crate::script::{LuaScript, no_script, script_command};
 use crate::settings::{ReleaseCommand, ReplicaAck};
@@ -238,6 +238,11 @@ pub trait LockStore {
     /// The cluster on which the leases of the locks taken here are renewed;
     /// `None` for the stores of tests, whose leases nobody renews.
     fn renewal_config(&self) -> Option<&Rc<ConnectionConfig>> {
+        None
+    }
+    /// The request's connection to the primary of `key`, lent to the
+    /// watchdog until the request's next call there (see [`Lent`]).
+    fn lend_connection(&self, _key: &[u8]) -> Option<Lent> {
         None
     }
     /// A release is next: it has at least [`release_grace`] of the PHP call's
@@ -813,6 +818,10 @@ impl SessionStore for ClusterStore {
 impl LockStore for ClusterStore {
     fn renewal_config(&self) -> Option<&Rc<ConnectionConfig>> {
         Some(&self.config)
+    }
+
+    fn lend_connection(&self, key: &[u8]) -> Option<Lent> {
+        self.with_cluster(|cluster| cluster.lend(hash_slot(key)))
     }
 
     fn leave_grace_for_release(&mut self) {

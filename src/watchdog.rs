@@ -14,12 +14,15 @@
 //!   its first renewal costs two `timerfd_settime` calls and never wakes the
 //!   thread; an idle worker's thread never wakes.
 //! - Renewal: every third of the lease ([`interval`]), the lock protocol's
-//!   script ([`RenewalScript`]) for each lock due, pipelined per primary,
-//!   over the thread's own connections (a request's are its thread's), made
-//!   with the registering request's save_path settings by the cluster code
-//!   the requests use: redirects, `TRYAGAIN`, refused connections and
-//!   retries as there, each call within what is left of the lease. The
-//!   connections are kept while locks are held and closed once none is.
+//!   script ([`RenewalScript`]) for each lock due, first over the connection
+//!   its request lent while it runs PHP code ([`Lent`]): a live holder then
+//!   needs no new connection, which a node at `maxclients`, a lost SYN, a
+//!   slow TLS handshake or a rotated password could refuse. Else (the request
+//!   is taking it back, it broke, a redirect) pipelined per primary over the
+//!   thread's own connections, made with the registering request's save_path
+//!   settings by the cluster code the requests use: redirects, `TRYAGAIN`,
+//!   refused connections and retries as there, each call within what is left
+//!   of the lease. Those are kept while locks are held and closed once none is.
 //! - Fork: the registry belongs to the process that made it. A forked child
 //!   never touches its parent's (the thread may have held its mutex at the
 //!   fork), has no thread, never renews the locks it inherited (they are its
@@ -42,7 +45,7 @@ use redis::{RedisError, Value};
 use crate::cluster::{Cluster, Request, error_kind};
 use crate::config::ConnectionConfig;
 use crate::keys::hash_slot;
-use crate::link::refused_at_maxclients;
+use crate::link::{Lent, ReplyWindow, refused_at_maxclients};
 use crate::script::{LuaScript, no_script, script_command};
 use crate::stats;
 
@@ -103,6 +106,8 @@ pub struct Watched<'a> {
     /// Renewed no further than this from `taken_at`.
     pub lock_expire: Duration,
     pub script: &'static RenewalScript,
+    /// The request's connection to the lock's primary, for renewals first.
+    pub lent: Option<Lent>,
 }
 
 #[cfg(test)]
@@ -215,6 +220,7 @@ struct Entry {
     /// as long as the one before, so that a stalled primary is not sent a
     /// new connection every [`RETRY_PAUSE`] until `lock_expire`.
     failed: u32,
+    lent: Option<Lent>,
 }
 
 #[derive(Default)]
@@ -332,6 +338,7 @@ pub fn watch(config: &Rc<ConnectionConfig>, lock: Watched) -> io::Result<()> {
         due: Some(due),
         renewed: false,
         failed: 0,
+        lent: lock.lent,
     });
     WATCHING.set(true);
     if state.armed.is_none_or(|armed| due < armed) {
@@ -535,6 +542,7 @@ struct Renewal {
     /// What is left of `lock_expire`: how long the log of savers must last.
     left: Duration,
     deadline: Instant,
+    lent: Option<Lent>,
 }
 
 /// What a renewal found.
@@ -653,6 +661,7 @@ fn due_renewals(state: &mut State, now: Instant) -> Vec<Renewal> {
             left: renewal_ttl(entry.lock_expire, entry.taken_at, entry.lock_expire, now)
                 .unwrap_or_default(),
             deadline: now + left.clamp(SHORTEST_ROUND, LONGEST_ROUND),
+            lent: entry.lent.clone(),
         });
     }
     due
@@ -697,11 +706,12 @@ fn apply(entry: &mut Entry, outcome: Outcome) {
     }
 }
 
-/// One round: every renewal due, one pipelined exchange per primary.
+/// One round: every renewal due, over its request's lent connection if it
+/// answers, the others in one pipelined exchange per primary.
 fn renew(clusters: &mut Vec<(Arc<ConnectionConfig>, Cluster)>, due: &[Renewal]) -> Vec<Outcome> {
-    let mut outcomes: Vec<Option<Outcome>> = due.iter().map(|_| None).collect();
+    let mut outcomes: Vec<Option<Outcome>> = due.iter().map(renew_over_lent).collect();
     let mut configs: Vec<&Arc<ConnectionConfig>> = Vec::new();
-    for renewal in due {
+    for (renewal, _) in due.iter().zip(&outcomes).filter(|(_, done)| done.is_none()) {
         if !configs.iter().any(|config| ***config == *renewal.config) {
             configs.push(&renewal.config);
         }
@@ -716,7 +726,7 @@ fn renew(clusters: &mut Vec<(Arc<ConnectionConfig>, Cluster)>, due: &[Renewal]) 
             }
         };
         let members: Vec<usize> = (0..due.len())
-            .filter(|&index| *due[index].config == **config)
+            .filter(|&index| outcomes[index].is_none() && *due[index].config == **config)
             .collect();
         let sent = Instant::now();
         let commands: Vec<Vec<u8>> = members
@@ -740,15 +750,7 @@ fn renew(clusters: &mut Vec<(Arc<ConnectionConfig>, Cluster)>, due: &[Renewal]) 
                 other => other,
             };
             outcomes[index] = Some(match reply.as_deref() {
-                Ok([Value::Int(1)]) => Outcome::Renewed {
-                    sent,
-                    ttl: renewal.ttl,
-                },
-                Ok([Value::Int(0)]) => Outcome::Lost,
-                Ok([Value::ServerError(error)]) => {
-                    stats::error(error_kind(&RedisError::from(error.clone())));
-                    Outcome::Failed
-                }
+                Ok([reply]) => answered(renewal, sent, reply),
                 Ok(_) => Outcome::Failed,
                 // Each try costs a node at maxclients an accept: the slow pace.
                 Err(failure) if refused_at_maxclients(&failure.error).is_some() => {
@@ -766,6 +768,50 @@ fn renew(clusters: &mut Vec<(Arc<ConnectionConfig>, Cluster)>, due: &[Renewal]) 
         .into_iter()
         .map(|outcome| outcome.unwrap_or(Outcome::Failed))
         .collect()
+}
+
+/// A renewal's outcome by its reply.
+fn answered(renewal: &Renewal, sent: Instant, reply: &Value) -> Outcome {
+    match reply {
+        Value::Int(1) => Outcome::Renewed {
+            sent,
+            ttl: renewal.ttl,
+        },
+        Value::Int(0) => Outcome::Lost,
+        Value::ServerError(error) => {
+            stats::error(error_kind(&RedisError::from(error.clone())));
+            Outcome::Failed
+        }
+        _ => Outcome::Failed,
+    }
+}
+
+/// The renewal over the connection its request lent, while the request runs
+/// PHP code: `None` when there is none (or the request is taking it back),
+/// and on a redirect, a refusal or an error, which the round's own
+/// connections handle. One that fails is dropped: the request connects anew.
+fn renew_over_lent(renewal: &Renewal) -> Option<Outcome> {
+    let mut lent = renewal.lent.as_ref()?.borrow()?;
+    let link = lent.as_mut()?;
+    let sent = Instant::now();
+    if link.closed_while_idle(sent) {
+        *lent = None;
+        return None;
+    }
+    let window = ReplyWindow::new(renewal.config.read_timeout, renewal.deadline);
+    let mut reply = link.exchange(&renew_command(renewal, Verb::EvalSha), 0, 1, window);
+    if matches!(&reply, Ok(replies) if matches!(&replies[..], [reply] if no_script(reply))) {
+        let window = ReplyWindow::new(renewal.config.read_timeout, renewal.deadline);
+        reply = link.exchange(&renew_command(renewal, Verb::Eval), 0, 1, window);
+    }
+    match reply.as_deref() {
+        Ok([reply @ Value::Int(_)]) => Some(answered(renewal, sent, reply)),
+        Ok(_) => None,
+        Err(_) => {
+            *lent = None;
+            None
+        }
+    }
 }
 
 enum Verb {
@@ -911,6 +957,7 @@ mod tests {
                     taken_at: Instant::now(),
                     lock_expire: Duration::from_secs(30),
                     script: &RENEWAL,
+                    lent: None,
                 },
             );
             assert_eq!(name.lock_key(), b"{s}_LOCK");
@@ -938,6 +985,7 @@ mod tests {
                     taken_at: now,
                     lock_expire: Duration::from_secs(60),
                     script: &RENEWAL,
+                    lent: None,
                 },
             ),
             script: &RENEWAL,
@@ -948,6 +996,7 @@ mod tests {
             due: None,
             renewed: false,
             failed: 0,
+            lent: None,
         }
     }
 
@@ -1047,6 +1096,7 @@ mod cluster_tests {
             taken_at,
             lock_expire,
             script: &RENEWAL,
+            lent: None,
         };
         watch(&config(), lock).unwrap();
     }
@@ -1434,6 +1484,7 @@ mod cluster_tests {
             taken_at: taken,
             lock_expire,
             script: &RENEWAL,
+            lent: None,
         };
         watch(&config(), lock).unwrap();
         let started = Instant::now();
@@ -1456,6 +1507,7 @@ mod cluster_tests {
                     taken_at: Instant::now(),
                     lock_expire,
                     script: &RENEWAL,
+                    lent: None,
                 };
                 let own = watch(&config(), child_lock).is_ok();
                 let stopped = stop();

@@ -265,6 +265,7 @@ impl HeldLock {
             taken_at: leased.taken_at,
             lock_expire: leased.lock_expire,
             script: &RENEWAL,
+            lent: None,
         })
     }
 
@@ -1057,9 +1058,13 @@ pub fn acquire_and_read(
 /// [`watchdog::watch`]): nothing without a lease, or on a store of tests. An
 /// error when the watchdog's thread cannot start: the lock then lives one lease.
 pub fn watch(store: &impl LockStore, held: &HeldLock) -> std::io::Result<()> {
-    match (held.lease(), store.renewal_config()) {
-        (Some(lease), Some(config)) => watchdog::watch(config, lease),
-        _ => Ok(()),
+    let Some(mut lease) = held.lease() else {
+        return Ok(());
+    };
+    lease.lent = store.lend_connection(&held.keys.lock);
+    match store.renewal_config() {
+        Some(config) => watchdog::watch(config, lease),
+        None => Ok(()),
     }
 }
 
