@@ -320,7 +320,9 @@ impl Cluster {
     /// the request runs PHP code; the next call to that node takes it back.
     /// `None` without one (the request has not called that node).
     pub fn lend(&mut self, slot: u16) -> Option<Lent> {
-        let node = self.nodes.get_mut(usize::from(*self.slots.get(usize::from(slot))?))?;
+        let node = self
+            .nodes
+            .get_mut(usize::from(*self.slots.get(usize::from(slot))?))?;
         if node.lent.is_none() {
             node.lent = Some(Lent::new(node.connection.take()?));
         }

@@ -1079,7 +1079,13 @@ mod tests {
     #[test]
     fn a_lent_link_comes_back_once_the_watchdog_is_done_with_it() {
         let node = fake_node(b"+PONG\r\n", 64, Duration::ZERO);
-        let open = || Link::open(&plain_config(), &node, Instant::now() + Duration::from_secs(5));
+        let open = || {
+            Link::open(
+                &plain_config(),
+                &node,
+                Instant::now() + Duration::from_secs(5),
+            )
+        };
         let lent = Lent::new(open().unwrap());
         let renewing = std::sync::Barrier::new(2);
         std::thread::scope(|scope| {
@@ -1094,7 +1100,10 @@ mod tests {
             // request waits no longer than its deadline...
             assert!(lent.borrow().is_none());
             let started = Instant::now();
-            assert!(lent.take_back(started + Duration::from_millis(20)).is_none());
+            assert!(
+                lent.take_back(started + Duration::from_millis(20))
+                    .is_none()
+            );
             assert!(started.elapsed() >= Duration::from_millis(20));
             // ...and gets it once the watchdog is done.
             assert!(lent.take_back(started + Duration::from_secs(5)).is_some());
