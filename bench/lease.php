@@ -4,6 +4,7 @@
 //   php -n -d ... bench/lease.php soak SID DEADLINE HOLD_S   locked requests until DEADLINE (unix time)
 //   php -n -d ... bench/lease.php hold SID HOLD_S            one request; prints "locked" once it holds the lock
 //   php -n -d ... bench/lease.php next SID                   one request; prints when session_start() returned
+//   php -n -d ... bench/lease.php wait SID                   one request that waits its turn and saves; its wait and counters
 //   php -n -d ... bench/lease.php read SID                   the session's counter
 //   php -n bench/lease.php soak-summary DIR                  one line from DIR/<sid>.<k>.json and DIR/<sid>.read.json
 $mode = $argv[1];
@@ -59,13 +60,27 @@ switch ($mode) {
         echo "locked\n";
         fflush(STDOUT);
         sleep((int)$argv[3]);
+        $released_at = microtime(true);
         session_write_close();
-        echo json_encode(['messages' => $messages, 'stats' => stats()]), "\n";
+        echo json_encode(['messages' => $messages, 'stats' => stats(), 'released_at' => $released_at]), "\n";
         break;
     case 'next':
         $ok = session_start();
         echo json_encode(['at' => microtime(true), 'ok' => $ok, 'messages' => $messages]), "\n";
         session_write_close();
+        break;
+    case 'wait':
+        $t = microtime(true);
+        $ok = session_start();
+        $at = microtime(true);
+        $waited = $at - $t;
+        $saved = false;
+        if ($ok) {
+            $_SESSION['w'] = ($_SESSION['w'] ?? 0) + 1;
+            $saved = session_write_close() && !preg_grep('/Session lock expired|Failed to write/', $messages);
+        }
+        echo json_encode(['ok' => $ok, 'saved' => $saved, 'at' => $at, 'waited' => $waited, 'messages' => $messages,
+            'stats' => stats()]), "\n";
         break;
     case 'read':
         session_start(['read_and_close' => true]);
