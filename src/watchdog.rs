@@ -4,8 +4,10 @@
 //! within about one lease while a live one keeps its lock, up to
 //! `lock_expire` from taking it, whatever its PHP thread is busy with.
 //!
-//! - Life: started by the first lock a request registers, never at module
-//!   startup (which runs in php-fpm's master, before the fork); stopped and
+//! - Life: started at a process's first request startup when its INI
+//!   leases session locks ([`start`]: a worker pays for it once, off any
+//!   session's path), else by the first lock a request registers; never at
+//!   module startup (which runs in php-fpm's master, before the fork); stopped and
 //!   joined by [`stop`] at module shutdown, before PHP unloads the library.
 //!   It starts with every signal blocked: PHP's `max_execution_time`
 //!   (SIGPROF), pcntl and php-fpm expect their handlers to run on PHP's thread.
@@ -318,10 +320,9 @@ pub fn watch(config: &Rc<ConnectionConfig>, lock: Watched) -> io::Result<()> {
     if state.stopping {
         return Ok(());
     }
-    // Started by the first lock, and again if a panic ever ended it.
-    if state.thread.as_ref().is_none_or(JoinHandle::is_finished) {
-        state.thread = Some(start_thread(watchdog, lock.script.lua)?);
-    }
+    // Started by the first lock unless [`start`] did, and again if a panic
+    // ever ended it.
+    run_thread(watchdog, &mut state, lock.script)?;
     let id = state.next_id;
     state.next_id += 1;
     let name = LockName::new_in(std::mem::take(&mut state.spare_name), &lock);
@@ -343,6 +344,30 @@ pub fn watch(config: &Rc<ConnectionConfig>, lock: Watched) -> io::Result<()> {
     WATCHING.set(true);
     if state.armed.is_none_or(|armed| due < armed) {
         watchdog.timer.arm(&mut state, Some(due));
+    }
+    Ok(())
+}
+
+/// Starts this process's thread ahead of its first lock, off any session's
+/// path (a worker's first request's startup): [`watch`] then only registers.
+pub fn start(script: &RenewalScript) -> io::Result<()> {
+    let Some(watchdog) = this_process(true)? else {
+        return Ok(());
+    };
+    let mut state = watchdog.state();
+    if state.stopping {
+        return Ok(());
+    }
+    run_thread(watchdog, &mut state, script)
+}
+
+fn run_thread(
+    watchdog: &'static Watchdog,
+    state: &mut State,
+    script: &RenewalScript,
+) -> io::Result<()> {
+    if state.thread.as_ref().is_none_or(JoinHandle::is_finished) {
+        state.thread = Some(start_thread(watchdog, script.lua)?);
     }
     Ok(())
 }

@@ -1068,6 +1068,12 @@ pub fn watch(store: &impl LockStore, held: &HeldLock) -> std::io::Result<()> {
     }
 }
 
+/// Starts the lease watchdog's thread ahead of the first lock (see
+/// [`watchdog::start`]).
+pub fn start_watchdog() -> std::io::Result<()> {
+    watchdog::start(&RENEWAL)
+}
+
 /// The secret a hand-over is for, the log of savers it names (`None` from
 /// the previous release) and the data.
 type HandOver<'a> = (&'a [u8], Option<&'a [u8]>, Option<Vec<u8>>);

@@ -2,7 +2,7 @@
 
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::ptr::{null, null_mut};
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use ext_php_rs::builders::ModuleBuilder;
 use ext_php_rs::error::php_error;
@@ -29,7 +29,7 @@ use super::read_only;
 use super::secrets;
 use super::stats;
 use crate::request::{EndStep, request_end};
-use crate::settings::{INI_DEFAULTS, IniSource};
+use crate::settings::{INI_DEFAULTS, IniSource, LockSettings};
 
 /// The name phpredis's own `rediscluster` handler keeps when both are loaded.
 const PHPREDIS_HANDLER_RENAMED: &CStr = c"rediscluster_phpredis";
@@ -74,6 +74,7 @@ pub extern "C" fn get_module() -> *mut ModuleEntry {
                 ModuleBuilder::new("rediscluster_session", env!("CARGO_PKG_VERSION"))
                     .startup_function(minit)
                     .shutdown_function(mshutdown)
+                    .request_startup_function(rinit)
                     .request_shutdown_function(rshutdown)
                     .post_deactivate_function(post_deactivate)
                     .info_function(info)
@@ -125,6 +126,34 @@ unsafe extern "C" fn minit(_type: i32, module_number: i32) -> i32 {
         // SAFETY: a 'static module that PHP may keep for the life of the process.
         unsafe { php_session_register_module(hooks::session_module()) }
     })
+}
+
+/// Whether a request of this process looked at its INI for the lease
+/// watchdog. A forked child inherits it: php-fpm's and Apache's parents serve
+/// no request, and a child of `pcntl_fork()` starts its thread at its first lock.
+static WATCHDOG_CONSIDERED: AtomicBool = AtomicBool::new(false);
+
+/// A request's start. The first of a process (a worker after its fork, a CLI
+/// script) whose INI leases session locks starts the lease watchdog's thread
+/// (about 150 µs: `clone`, the stack, the signal mask) here, off any session's
+/// path, so that no locked request waits for it.
+unsafe extern "C" fn rinit(_type: i32, _module_number: i32) -> i32 {
+    no_unwind(SUCCESS, || {
+        if !WATCHDOG_CONSIDERED.swap(true, Ordering::Relaxed) && leases_locks() {
+            // On failure the first lock tries again, and warns.
+            let _ = crate::lock::start_watchdog();
+        }
+        SUCCESS
+    })
+}
+
+/// The session handler is ours, with locking and a lease.
+fn leases_locks() -> bool {
+    PhpIni
+        .string(c"session.save_handler")
+        .is_some_and(|name| name.as_bytes() == hooks::HANDLER_NAME.to_bytes())
+        && PhpIni.long(c"redis.session.locking_enabled") != 0
+        && LockSettings::load(&PhpIni).lease.is_some()
 }
 
 /// The request's end, before the session module's final write (see
