@@ -19,6 +19,15 @@
 //             is added and rebalanced onto, then emptied and removed again
 //   mixed     (m) a rolling deploy: half the workers on the previous release
 //             (RCS_EXT_PREVIOUS), half on this one, on the same sessions
+//   stall     (s, first) the primary of two sessions stopped (SIGSTOP) 22
+//             times, 0.5-5 s each, while three workers on each session hold
+//             its lock 1-4 s in turn, two of them queued; no failover, and
+//             every call waits the stalls out: no write of a live holder may
+//             be refused, no update lost, no lock broken, and at least 20
+//             stalls must overlap a lock held with a waiter queued
+//   mixed stall  (sm, full run) the same with the previous release in half
+//             the workers, as in (m): its holders may lose their lock to a
+//             stall (its lease is the lock's TTL); this release's keep theirs
 // Prints a table; exits 1 if a hard rule broke: a PHP process crashed or hung,
 // a failure came without a warning, an acknowledged update was lost in the
 // graceful phase or with write_replicas=1, a lock outlived its TTL, a session
@@ -54,6 +63,37 @@ if (any_node(['CLUSTER', 'GETSLOTMIGRATIONS']) !== null) $phases['atomic migrati
 if (!$short) $phases['scale-out'] = [70, []];
 // (m) A rolling deploy: the previous release and this one on the same sessions.
 if (getenv('RCS_EXT_PREVIOUS')) $phases['mixed'] = [$short ? 8 : 15, []];
+// (s) Stalls. The node timeout (6 s, set below) is above the longest stall (5 s): no failover. A
+// call's budget (timeout + read_timeout) is spent by the time its primary does not serve, so it
+// covers every stall a waiter waits through in its turn: two holds, with up to 12 s of stalls in
+// the first (one that delays its take, 2 s in its 4 s of work, after 1 s of serving, and one that
+// delays its write) and 7 s in the second. A lock is held up to 14 s (lock_expire 20 s).
+const STALL_COUNT = 22;
+$stall_ini = ['save_path' => 'timeout=2&read_timeout=20', 'redis.session.lock_expire' => '20',
+    'redis.session.lock_retries' => '3000'];
+// Workers run until the last stall is over: 2.75 s each on average, and 1 s of serving after it.
+$stall_seconds = $before_event + STALL_COUNT * (2.75 + 1) + 3;
+// First: its logs of savers live lock_expire, which the check of locks left at the end waits out.
+// The short run stalls Redis only: the lease is judged on the client, and a stopped process is
+// the same whatever the server (1 min 35 s a server).
+if (!$short || $flavor === 'redis') $phases = ['stall' => [$stall_seconds, $stall_ini]] + $phases;
+if (getenv('RCS_EXT_PREVIOUS')) $phases['mixed stall'] = [$stall_seconds, $stall_ini];
+// (m), (sm): every other worker runs the previous release.
+$previous = fn(int $i) => $i % 2 === 1;
+// Two sessions on one primary, three workers on each: a holder, the waiter next in line and one
+// queued behind it.
+$beside = [];
+$stall_options = ['workers' => 6, 'hold' => [1000, 4000], 'alone' => true,
+    'own' => function (int $i, string $prefix, string $shared) use (&$beside): string {
+        if ($i < 3) return $shared;
+        $primary = slot_owners(key_slot($prefix . $shared))[0];
+        while (!isset($beside[$shared]) || slot_owners(key_slot($prefix . $beside[$shared]))[0] !== $primary) {
+            $beside[$shared] = 'beside' . bin2hex(random_bytes(8));
+        }
+        return $beside[$shared];
+    }];
+$options = ['mixed' => ['previous' => $previous], 'stall' => $stall_options,
+    'mixed stall' => $stall_options + ['previous' => $previous]];
 
 
 $killed = null;
@@ -156,6 +196,71 @@ $events['atomic migration'] = function (int $slot, array $slots) {
         . implode(' s and ', array_map(fn($t) => round($t, 2), $took)) . ' s', microtime(true) - $started];
 };
 
+/** Whether process $pid is stopped (SIGSTOP). */
+function stopped(int $pid): bool {
+    $stat = (string)@file_get_contents("/proc/$pid/stat");
+    return substr($stat, strrpos($stat, ')') + 2, 1) === 'T';
+}
+// A lock held with a waiter queued.
+const HELD_WITH_WAITER = "return redis.call('EXISTS', KEYS[1]) == 1 and redis.call('ZCARD', KEYS[2]) > 0 and 1 or 0";
+// (s) The primary stopped STALL_COUNT times, 0.5-5 s each (spread evenly over the range, in random
+// order: every run has its long stalls), serving 1 s after each. $stalls: each one's [stopped
+// ns, resumed ns, the sessions whose lock was held with a waiter queued just before the stop].
+$stalls = [];
+$events['stall'] = $events['mixed stall'] = function (int $slot, array $hot, array $locks) use (&$stalls) {
+    [$primary] = slot_owners($slot);
+    preg_match('/process_id:(\d+)/', Resp::send($primary, ['INFO', 'server']), $m);
+    $pid = (int)$m[1];
+    $lengths = array_map(fn($k) => 0.5 + 4.5 * $k / (STALL_COUNT - 1), range(0, STALL_COUNT - 1));
+    shuffle($lengths);
+    $started = microtime(true);
+    foreach ($lengths as $length) {
+        $busy = array_keys(array_filter($locks,
+            fn($lock) => Resp::send($primary, ['EVAL', HELD_WITH_WAITER, 2, $lock, "{$lock}_FIFO"]) === 1));
+        exec("kill -STOP $pid");
+        // Stopped: whatever is sent to it from here on is served after the resume.
+        if (wait_for(fn() => stopped($pid), 5) === null) throw new RuntimeException("$primary (pid $pid) did not stop");
+        $stopped = hrtime(true);
+        usleep((int)($length * 1e6));
+        $resumed = hrtime(true);
+        exec("kill -CONT $pid");
+        $stalls[] = [$stopped, $resumed, $busy];
+        usleep(1000000);
+        if (slot_owners($slot)[0] !== $primary) {
+            throw new RuntimeException("$primary failed over after a stall of $length s: the node timeout must be above it");
+        }
+    }
+    return ["SIGSTOP $primary " . count($stalls) . ' times, 0.5-5 s each (' . round(array_sum($lengths), 1)
+        . ' s in all), 1 s between', microtime(true) - $started];
+};
+
+/**
+ * A stall phase's figures over the workers $in (fn(int $worker): bool): how many stalls a
+ * hold of theirs overlapped on a session whose lock was held with a waiter queued (its
+ * session_start() returned before the resume, so its lock was taken before the stop, and
+ * its write was sent after the stop, so it was served after the resume), their refused
+ * writes and failed starts, the acknowledged updates they lost, the locks they broke
+ * (null where the previous release counts none).
+ */
+function stall_figures(array $row, array $stalls, callable $in): array {
+    $workers = array_filter($row['by worker'], $in, ARRAY_FILTER_USE_KEY);
+    $overlapped = 0;
+    foreach ($stalls as [$stopped, $resumed, $busy]) {
+        foreach ($workers as $figures) {
+            foreach ($figures['holds'] as [$sid, $from, $to]) {
+                if (in_array($sid, $busy, true) && $from < $resumed && $to > $stopped) {
+                    $overlapped++;
+                    continue 3;
+                }
+            }
+        }
+    }
+    $broken = array_column($workers, 'locks broken');
+    return ['overlapped' => $overlapped, 'refused writes' => array_sum(array_column($workers, 'failed write')),
+        'failed starts' => array_sum(array_column($workers, 'failed start')),
+        'lost acked' => array_sum(array_column($workers, 'lost acked')),
+        'locks broken' => in_array(null, $broken, true) ? null : array_sum($broken)];
+}
 
 // --only=PHASE,PHASE runs just those (the lagging phases need the kill phase before them).
 foreach ($argv as $arg) {
@@ -165,13 +270,14 @@ foreach ($argv as $arg) {
 }
 $rows = [];
 foreach ($phases as $name => [$seconds, $phase_ini]) {
-    log_line("$flavor: phase $name, $workers workers, {$seconds} s");
+    log_line("$flavor: phase $name, " . ($options[$name]['workers'] ?? $workers) . " workers, {$seconds} s");
     $fails_over = in_array($name, ['kill', 'restart', 'lagging', 'lagging, write_replicas=1'], true)
         || str_starts_with($name, 'kill failover=');
-    set_node_timeout($fails_over ? 1000 : 15000);
+    set_node_timeout($fails_over ? 1000 : (str_ends_with($name, 'stall') ? 6000 : 15000));
     $reads_when_down = str_starts_with($name, 'kill failover=');
     set_on_every_node('cluster-allow-reads-when-down', $reads_when_down ? 'yes' : 'no');
-    $rows[] = run_phase($name, $seconds, $phase_ini, $events[$name]);
+    $stalls = [];
+    $rows[] = run_phase($name, $seconds, $phase_ini, $events[$name], $options[$name] ?? []) + ['stalls' => $stalls];
     if (str_starts_with($name, 'lagging') || $reads_when_down) {
         restart_node($killed);   // the next phase needs its replica back
     }
@@ -180,7 +286,8 @@ foreach ($phases as $name => [$seconds, $phase_ini]) {
 $stuck = stuck_locks();
 
 print_table($rows, $stuck, "\n$flavor ($workers workers, locked cycles, lock_expire=$lock_expire s, timeout=0.5 and read_timeout=2 but"
-    . " read_timeout=1 in the failover= phases, cluster-node-timeout 1 s in kill, restart, lagging and failover=, 15 s elsewhere)");
+    . " read_timeout=1 in the failover= phases, cluster-node-timeout 1 s in kill, restart, lagging and failover=, 15 s elsewhere;"
+    . " the stall phases: 6 workers holding each lock 1-4 s, lock_expire=20 s, timeout=2, read_timeout=20, cluster-node-timeout 6 s)");
 
 $broken = [];
 foreach ($rows as $row) {
@@ -193,13 +300,16 @@ foreach ($rows as $row) {
         $allowed = 1.0;
     }
     if ($row['phase'] === 'mixed') {
-        // The two releases do not hand the lock to each other's waiters; nobody
-        // waits longer than lock_retries x lock_wait_time (250 x 20 ms).
+        // Nobody waits longer than lock_retries x lock_wait_time (250 x 20 ms).
         $allowed = 5.0;
     }
     if ($row['phase'] === 'atomic migration') {
         // The server pauses the slots' writes only for the hand-over itself.
         $allowed = 0.5;
+    }
+    if (str_ends_with($row['phase'], 'stall')) {
+        // A hold (4 s) between a take whose reply a stall delayed and a write a stall delayed (5 s each).
+        $allowed = 4 + 2 * 5 + 2;
     }
     if ($row['migration window s'] !== '') {
         // The target is the slot's migration window plus 0.5 s; 1 s leaves room for a noisy machine.
@@ -220,14 +330,16 @@ foreach ($rows as $row) {
     // With write_replicas, every write while the replica is cut off fails on purpose.
     $allowed = $without_primary > 0 ? $workers * ((int)ceil($without_primary / 2) + 1) : 0;
     $failed = $row['failed start'] + $row['failed write'];
-    // Those phases compare failover=error's failures with failover=none's (below).
-    if ($failed > $allowed && !str_contains($row['phase'], 'write_replicas') && !str_contains($row['phase'], 'failover=')) {
+    // Those phases compare failover=error's failures with failover=none's, and the stall phases
+    // count theirs by release (below).
+    if ($failed > $allowed && !str_contains($row['phase'], 'write_replicas') && !str_contains($row['phase'], 'failover=')
+        && !str_ends_with($row['phase'], 'stall')) {
         $broken[] = "{$row['phase']}: $failed failed requests (allowed $allowed)";
     }
 }
 $by_phase = array_column($rows, null, 'phase');
 if (($by_phase['graceful']['lost acked'] ?? 0)) $broken[] = 'graceful failover lost acknowledged updates';
-foreach (['reshard', 'atomic migration', 'scale-out', 'mixed'] as $phase) {
+foreach (['reshard', 'atomic migration', 'scale-out', 'mixed', 'stall', 'mixed stall'] as $phase) {
     if (isset($by_phase[$phase]) && $by_phase[$phase]['lost acked']) $broken[] = "$phase lost acknowledged updates";
 }
 if (($by_phase['lagging, write_replicas=1']['lost acked'] ?? 0)) $broken[] = 'write_replicas=1 lost acknowledged updates';
@@ -249,6 +361,30 @@ if ($row = $by_phase['kill failover=error'] ?? null) {
 // Without write_replicas the frozen replica must have cost acknowledged updates,
 // or the phase above proved nothing.
 if (isset($by_phase['lagging']) && !$by_phase['lagging']['lost acked']) $broken[] = 'the lagging phase lost nothing: the scenario did not bite';
+// The stall phases: the stalls must have bitten, and no live holder of this release may lose its
+// lock, its write or an update; the previous release's holders may lose theirs to a stall (its
+// lease is the lock's TTL): their figures are reported apart. Failed starts are reported, not
+// broken rules: a stall of more than about a second costs a live waiter its place in the queue
+// (its deadline there runs on the server's clock), so one passed over again and again can wait
+// past its budget or lock_retries.
+$describe = fn(array $f) => "{$f['refused writes']} refused writes, {$f['failed starts']} failed starts, "
+    . "{$f['lost acked']} updates lost, " . ($f['locks broken'] ?? 'uncounted') . ' locks broken';
+foreach (['stall' => fn() => false, 'mixed stall' => $previous] as $phase => $is_previous) {
+    if (!$row = $by_phase[$phase] ?? null) continue;
+    $overlapped = stall_figures($row, $row['stalls'], fn() => true)['overlapped'];
+    $ours = stall_figures($row, $row['stalls'], fn(int $i) => !$is_previous($i));
+    echo "$phase: " . count($row['stalls']) . " stalls, $overlapped overlapped a lock held with a waiter queued; ";
+    if ($phase === 'mixed stall') {
+        $theirs = stall_figures($row, $row['stalls'], $is_previous);
+        echo "the previous release's holders (in {$theirs['overlapped']}): ", $describe($theirs),
+            "; this release's (in {$ours['overlapped']}): ";
+    }
+    echo $describe($ours), "\n";
+    if ($overlapped < 20) $broken[] = "$phase: $overlapped stalls overlapped a lock held with a waiter queued (at least 20): the scenario did not bite";
+    if ($ours['refused writes']) $broken[] = "$phase: {$ours['refused writes']} writes of live holders refused";
+    if ($ours['lost acked']) $broken[] = "$phase: {$ours['lost acked']} acknowledged updates of live holders lost";
+    if ($ours['locks broken']) $broken[] = "$phase: {$ours['locks broken']} locks of live holders broken";
+}
 if ($stuck) $broken[] = "$stuck locks outlived their TTL";
 foreach ($broken as $why) echo "BROKEN: $why\n";
 exit($broken ? 1 : 0);

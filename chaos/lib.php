@@ -93,13 +93,13 @@ function spawn_worker(array $job, string $prefix, array $phase_ini, string $ext,
         . '&timeout=0.5&read_timeout=2&prefix=' . urlencode($prefix)
         . (isset($phase_ini['save_path']) ? '&' . $phase_ini['save_path'] : '');
     unset($phase_ini['save_path']);
-    $ini = [
+    $ini = $phase_ini + [
         'session.save_handler' => 'rediscluster', 'session.save_path' => $save_path,
         'session.use_cookies' => '0', 'session.use_only_cookies' => '0', 'session.cache_limiter' => '',
         'session.use_strict_mode' => '0', 'session.gc_probability' => '0',
         'redis.session.locking_enabled' => '1', 'redis.session.lock_expire' => (string)$GLOBALS['lock_expire'],
         'redis.session.lock_wait_time' => '20000', 'redis.session.lock_retries' => '250',
-    ] + $phase_ini;
+    ];
     $cmd = [...$command_prefix, PHP_BINARY, '-n', '-d', "extension=$ext"];
     foreach ($ini as $k => $v) array_push($cmd, '-d', "$k=\"$v\"");
     array_push($cmd, __DIR__ . '/worker.php', json_encode($job));
@@ -131,10 +131,16 @@ function finish_worker(array $w, float $deadline): array {
 }
 
 /**
- * Runs one phase: workers on fresh sessions, $event after $before_event seconds.
- * $options: 'command' => fn(int $worker): array, a command prefix for worker
+ * Runs one phase: workers on fresh sessions, $event after $before_event
+ * seconds, called with the slot of the shared session, the hot slots and
+ * [session id => lock key] of every session of the phase.
+ * $options: 'workers' => N, instead of $workers; 'hold' => [min, max] ms,
+ * how long each locked request holds its lock before it writes; 'previous'
+ * => fn(int $worker): bool, whether worker $worker runs the previous release
+ * (RCS_EXT_PREVIOUS); 'command' => fn(int $worker): array, a command prefix for worker
  * $worker (its network namespace); 'own' => fn(int $worker, string $prefix,
  * string $shared): string, the id of its own session (default: random);
+ * 'alone' => true: each worker works on its own session only, not on the shared one too;
  * 'groups' => [label => fn(int $worker): bool, ...]: the workers in groups,
  * each with a shared session of its own (on the first one's primary) and INI
  * of its own ('ini' => [label => INI]); then one row per group ("NAME, label")
@@ -142,7 +148,9 @@ function finish_worker(array $w, float $deadline): array {
  * writes in a new directory in DIR and count the reads older than them.
  */
 function run_phase(string $name, float $seconds, array $phase_ini, callable $event, array $options = []): array {
-    global $workers, $before_event;
+    global $before_event;
+    $workers = $options['workers'] ?? $GLOBALS['workers'];
+    $previous = $options['previous'] ?? fn() => false;
     $prefix = 'CHAOS:' . preg_replace('/\W+/', '-', $name) . ':' . bin2hex(random_bytes(3)) . ':';
     $groups = $options['groups'] ?? ['' => fn() => true];
     $group_of = function (int $i) use ($groups): string {
@@ -164,10 +172,9 @@ function run_phase(string $name, float $seconds, array $phase_ini, callable $eve
     for ($i = 0; $i < $workers; $i++) {
         $label = $group_of($i);
         $own[] = isset($options['own']) ? $options['own']($i, $prefix, $shared[$label]) : "own$i" . bin2hex(random_bytes(8));
-        $job = ['own' => $own[$i], 'shared' => $shared[$label], 'worker' => $i,
-            'seconds' => $seconds, 'start_ns' => $start_ns, 'acks' => $acks];
-        // (m): every other worker runs the previous release.
-        $ext = $name === 'mixed' && $i % 2 ? getenv('RCS_EXT_PREVIOUS') : getenv('RCS_EXT');
+        $job = ['own' => $own[$i], 'shared' => isset($options['alone']) ? $own[$i] : $shared[$label], 'worker' => $i,
+            'seconds' => $seconds, 'start_ns' => $start_ns, 'acks' => $acks, 'hold' => $options['hold'] ?? null];
+        $ext = getenv($previous($i) ? 'RCS_EXT_PREVIOUS' : 'RCS_EXT');
         $procs[] = spawn_worker($job, $prefix, ($options['ini'][$label] ?? []) + $phase_ini, $ext,
             isset($options['command']) ? $options['command']($i) : []);
     }
@@ -184,8 +191,10 @@ function run_phase(string $name, float $seconds, array $phase_ini, callable $eve
         }
     }
     $GLOBALS['migration_window'] = null;
+    $locks = [];
+    foreach ([...$own, ...$shared] as $sid) $locks[$sid] = '{' . $prefix . $sid . '}_LOCK';
     $event_ns = hrtime(true);
-    [$event_text, $event_seconds] = $event($slot, $hot);
+    [$event_text, $event_seconds] = $event($slot, $hot, $locks);
     $finished = [];
     foreach ($procs as $i => $w) {
         [$result, $how] = finish_worker($w, microtime(true) + $seconds + 30);
@@ -232,15 +241,21 @@ function phase_row(string $name, string $prefix, array $finished, int $event_ns,
         }
     }
     // Exactly: what the workers' reads found missing, and what they acknowledged
-    // after their last read of the session that the final value lacks.
+    // after their last read of the session that the final value lacks. Each
+    // worker's own figures too: a mixed pool's are split by release.
     $lost_exactly = 0;
+    $by_worker = [];
     foreach ($results as $r) {
-        $lost_exactly += array_sum($r['lost'] ?? []);
+        $lost_here = array_sum($r['lost'] ?? []);
         foreach ($r['unchecked'] ?? [] as $sid => $seqs) {
             if (!$seqs) continue;
             $last = stored_int($prefix . $sid, "w{$r['worker']}");
-            $lost_exactly += $last === null ? count($seqs) : count(array_filter($seqs, fn($s) => $s > $last));
+            $lost_here += $last === null ? count($seqs) : count(array_filter($seqs, fn($s) => $s > $last));
         }
+        $lost_exactly += $lost_here;
+        $failed = array_count_values(array_column($r['failures'], 1));
+        $by_worker[$r['worker']] = ['lost acked' => $lost_here, 'failed start' => $failed['start'] ?? 0,
+            'failed write' => $failed['write'] ?? 0, 'locks broken' => $r['locks_broken'] ?? null, 'holds' => $r['holds'] ?? []];
     }
     $lost = $unacked_stored = 0;
     foreach ($acked as $sid => $n) {
@@ -294,6 +309,7 @@ function phase_row(string $name, string $prefix, array $finished, int $event_ns,
         'longest start s' => round($longest_start / 1e9, 2),
         'longest write s' => round($longest_write / 1e9, 2),
         'crashed or hung' => count(array_filter($ended, fn($how) => $how !== 'ok')),
+        'by worker' => $by_worker,
         'ended' => array_values(array_filter($ended, fn($how) => $how !== 'ok')),
         'warnings' => $texts,
     ];

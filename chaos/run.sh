@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The chaos test in one command: installs what it needs, builds, and for each
 # server flavor starts a local cluster (cluster-node-timeout 1 s in the phases that fail a primary over), runs
-# chaos/chaos.php (failovers, slot migration, and in the full run a rolling
-# deploy beside the previous release) under locked session load, and stops
+# chaos/chaos.php (a stalling primary, failovers, slot migration, and in the full run a rolling
+# deploy beside the previous release, with and without stalls) under locked session load, and stops
 # the cluster.
 #   chaos/run.sh [--short] [--only=PHASE,...] [redis] [valkey] [valkey9]   (default: all three, full length)
 # The full run builds the previous release (PREVIOUS_RELEASE, a commit) once
@@ -11,8 +11,9 @@ set -euo pipefail
 . "$(dirname "$0")/../scripts/lib.sh"
 cd "$ROOT"
 
-# The last release before the model-checked lock protocol (issue 18).
-PREVIOUS_RELEASE=${PREVIOUS_RELEASE:-f467432}
+# The main before issue 48, whose lease is the lock key's TTL: a rolling deploy
+# goes from one release to the next.
+PREVIOUS_RELEASE=${PREVIOUS_RELEASE:-0e7f74c}
 
 args=() flavors=() short=no
 for arg in "$@"; do

@@ -15,6 +15,9 @@
 // publishes there the last write it had acknowledged per session, and each
 // read checks that it is not older than what the other workers had
 // acknowledged before it began ('stale': read-only reads and locked ones).
+// With 'hold' ([min, max] ms), each locked request holds its lock that long
+// before it writes, so that the others queue behind it, and reports when it
+// held it ('holds': session, session_start() returned, write sent).
 //   php -n -d ...session INI... chaos/worker.php JOB_JSON
 $job = json_decode($argv[1], true, flags: JSON_THROW_ON_ERROR);
 $warnings = [];
@@ -40,6 +43,8 @@ $lost = array_fill_keys($sessions, 0);
 $acks = $job['acks'] ?? null;
 $stale = ['read_only' => 0, 'locked' => 0];
 $ack_file = fn(string $sid, string $worker) => "$acks/" . md5($sid) . ".$worker";
+$hold = $job['hold'] ?? null;
+$holds = [];
 $wait = $job['start_ns'] - hrtime(true);
 if ($wait > 0) usleep(intdiv($wait, 1000));
 $end = hrtime(true) + (int)($job['seconds'] * 1e9);
@@ -62,7 +67,8 @@ for ($i = 0; hrtime(true) < $end; $i++) {
         usleep(20000);
         continue;
     }
-    $served[$sid][] = hrtime(true);
+    $served_ns = hrtime(true);
+    $served[$sid][] = $served_ns;
     foreach ($acknowledged as $worker => $their_seq) {
         if (($_SESSION[$worker] ?? 0) < $their_seq) {
             $stale[$is_read_only() ? 'read_only' : 'locked']++;
@@ -78,8 +84,10 @@ for ($i = 0; hrtime(true) < $end; $i++) {
     }
     $_SESSION["w$me"] = ++$seq;
     $_SESSION['n'] = ($_SESSION['n'] ?? 0) + 1;
+    if ($hold && !$is_read_only()) usleep(random_int(...$hold) * 1000);
     $writing_ns = hrtime(true);
     session_write_close();
+    if ($hold) $holds[] = [$sid, $served_ns, $writing_ns];
     $longest_write = max($longest_write, hrtime(true) - $writing_ns);
     if ($warnings) {
         $failures[] = [hrtime(true), 'write', $warnings];
@@ -96,4 +104,6 @@ for ($i = 0; hrtime(true) < $end; $i++) {
 }
 echo json_encode(['acked' => $acked, 'done' => $done, 'served' => $served, 'read_only' => $read_only,
     'longest_start' => $longest_start, 'longest_write' => $longest_write, 'failures' => $failures, 'worker' => $me, 'lost' => $lost,
-    'unchecked' => $unchecked, 'stale' => $stale]), "\n";
+    'unchecked' => $unchecked, 'stale' => $stale, 'holds' => $holds,
+    // The previous release (the mixed phases) breaks no lock: its lease is the lock's TTL.
+    'locks_broken' => function_exists('rediscluster_session_stats') ? rediscluster_session_stats()['locks_broken'] ?? null : null]), "\n";

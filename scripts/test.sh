@@ -262,7 +262,8 @@ packages() {
 run_stage packages packages
 
 # The failover chaos test, short: fails on a crash, a hang, a silent failure,
-# an acknowledged update lost in a graceful failover or a lock past its TTL.
+# an acknowledged update lost in a graceful failover or a lock past its TTL, and
+# on a live holder's write refused or lock broken while its primary stalls.
 run_stage chaos env CHAOS_SKIP_SETUP=1 "$ROOT/chaos/run.sh" --short redis valkey valkey9
 
 # The network split between a primary (with the workers on its side) and the
