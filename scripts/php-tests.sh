@@ -39,4 +39,4 @@ for test in "${@:-$ROOT/php-tests}"; do
     tests+=("$path")
 done
 log "php tests on the $flavor cluster ($RCS_SEEDS), PHP $("$PHP" -r 'echo PHP_VERSION, PHP_ZTS ? " ZTS" : "", PHP_DEBUG ? " debug" : "";')"
-"$PHP" "$run_tests" -q -n -p "$PHP" -d "extension=$EXT_SO" --show-diff "${tests[@]}"
+"$PHP" "$run_tests" -q -n -p "$PHP" -d "extension=$EXT_SO" --show-diff --show-slow 1000 "${tests[@]}"

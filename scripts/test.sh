@@ -73,10 +73,79 @@ wanted() {
 # Each stage's start, with the time the run has taken so far.
 stage() { log "$* (at $((SECONDS / 60)) min $((SECONDS % 60)) s)"; }
 
+# The clock: each stage's start and end (seconds into the run), the CPU time
+# of its processes (bash's `times` for the children it waited for, written
+# at its exit) and how long the run waited for it once it needed its result.
+# Printed at the end with the slowest tests and the budget (see clock_table).
+clock_dir=$(mktemp -d)
+declare -A clock_start clock_end clock_waited
+run_started=$EPOCHREALTIME
+# minus A B: A - B, to a tenth (bash has no floats).
+minus() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", a - b }'; }
+now() { minus "$EPOCHREALTIME" "$run_started"; }
+clock_on() { clock_start[$1]=$(now); }
+clock_off() { clock_end[$1]=$(now); }
+# clocked STAGE COMMAND...: runs COMMAND (a function too) in a subshell
+# that writes its CPU time for STAGE at its exit, however it exits.
+clocked() {
+    local name=$1
+    shift
+    # (`exit $?` keeps bash from exec'ing the command, which would skip the trap.)
+    (trap 'times >"$clock_dir/$name"' EXIT; "$@"; exit $?)
+}
+# wait_clocked STAGE PID: waits for a stage's job beside the run; its end is
+# what the job wrote (when it ended, not when the run came to wait for it).
+wait_clocked() {
+    local waiting status=0
+    waiting=$(now)
+    wait "$2" || status=$?
+    clock_waited[$1]=$(minus "$(now)" "$waiting")
+    if [ -f "$clock_dir/$1.end" ]; then clock_end[$1]=$(minus "$(cat "$clock_dir/$1.end")" "$run_started"); else clock_off "$1"; fi
+    return $status
+}
+# mm:ss of seconds.
+mmss() { local t=${1%.*}; printf '%d:%02d' $((${t:-0} / 60)) $((${t:-0} % 60)); }
+# Each stage's wall time when it was last measured on a cached CI-sized
+# machine: one that grows more than 20 % past it names itself at the end.
+declare -A recorded
+while read -r name seconds; do
+    [[ -z $name || $name == \#* ]] || recorded[$name]=$seconds
+done <"$ROOT/scripts/stage-times"
+# The table, the 10 slowest tests (run-tests.php's --show-slow) and the
+# total against the tier's budget: in CI's output too, so that a slow stage
+# shows where it started.
+clock_table() {
+    local name cpu wall log total budget
+    local -a over=()
+    printf '\nStage clock (m:ss into the run; CPU: its processes; waited: the run, for its result):\n'
+    printf '%-11s %6s %6s %6s %6s %7s\n' stage start end wall CPU waited
+    for name in setup "test build" "${order[@]}" "Debian roots" "Debian 12 package"; do
+        [ -n "${clock_start[$name]:-}" ] || continue
+        cpu=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); print u[1] * 60 + u[2] + s[1] * 60 + s[2] }' \
+            "$clock_dir/$name" 2>/dev/null)
+        wall=$(minus "${clock_end[$name]:-$(now)}" "${clock_start[$name]}")
+        printf '%-11s %6s %6s %6s %6s %7s\n' "${name// /_}" "$(mmss "${clock_start[$name]}")" \
+            "$(mmss "${clock_end[$name]:-$(now)}")" "$(mmss "$wall")" "$(mmss "${cpu:-0}")" \
+            "$([ -n "${clock_waited[$name]:-}" ] && mmss "${clock_waited[$name]}" || echo -)"
+        if [ -n "${recorded[${name// /_}]:-}" ] && awk -v w="$wall" -v r="${recorded[${name// /_}]}" 'BEGIN { exit !(w > r * 1.2) }'; then
+            over+=("${name// /_} took $(mmss "$wall"), over 20 % past its recorded $(mmss "${recorded[${name// /_}]}")")
+        fi
+    done
+    printf '\nThe 10 slowest tests:\n'
+    for log in "${logs[@]}"; do
+        sed -n -E "s|^\(([0-9.]+) s\) .*\[([^]]*/)?([^]/]*)\]\$|\1 ${stage_of_log[$log]:-} \3|p" "$log" 2>/dev/null
+    done | sort -rn | head -10 | awk '{ printf "%8.1f s  %-9s %s\n", $1, $2, $3 }'
+    total=$(now)
+    case $tier in all) budget=40 ;; quick) budget=12 ;; *) budget= ;; esac
+    [ -z "$budget" ] || printf '\nThe run took %s of its %d-minute budget (%s tier).\n' "$(mmss "$total")" "$budget" "$tier"
+    for name in "${over[@]}"; do echo "Slower than recorded (not a failure): $name"; done
+}
+
 # The stages whose runners count their tests: one that counted none ran
 # nothing (a filter or a path that matches no test), which is a failure.
 declare -A runs_tests=([unit]=1 [model]=1 [slow]=1 [redis]=1 [valkey]=1 [valkey9]=1 [nodes16]=1 [debug]=1 [debian13]=1 [php85]=1)
 passed=0 failed=0 failed_stages=() logs=()
+declare -A stage_of_log
 # count STAGE STATUS LOG: adds the tests that LOG's runners counted
 # (run-tests.php's "Tests passed/failed:", cargo test's "test result:"), or
 # the stage itself where they counted none; a failed stage counts one failure
@@ -115,12 +184,15 @@ run_stage() {
     stage "$name: ${about[$name]}"
     log=$(mktemp)
     logs+=("$log")
+    stage_of_log[$log]=$name
+    clock_on "$name"
     set -m
-    ("$@" 2>&1 | tee "$log" | show) &
+    (clocked "$name" "$@" 2>&1 | tee "$log" | show) &
     stage_pid=$!
     set +m
     wait "$stage_pid" || status=$?
     stage_pid=
+    clock_off "$name"
     count "$name" "$status" "$log"
 }
 # Stages beside the others: `background STAGE COMMAND...` starts one in a
@@ -134,14 +206,19 @@ background() {
     stage "$name (started): ${about[$name]}"
     bg_log[$name]=$(mktemp)
     logs+=("${bg_log[$name]}")
-    setsid "$@" >"${bg_log[$name]}" 2>&1 &
+    stage_of_log[${bg_log[$name]}]=$name
+    clock_on "$name"
+    # Its end: when its log stops growing is not known, so the end is
+    # written by the job itself.
+    setsid bash -c '"$@"; status=$?; echo "$EPOCHREALTIME" >"$0.end"; times >"$0"; exit $status' \
+        "$clock_dir/$name" "$@" >"${bg_log[$name]}" 2>&1 &
     bg_pid[$name]=$!
 }
 finish() {
     local name=$1 status=0
     [ -n "${bg_pid[$name]:-}" ] || return 0
     stage "waiting for $name"
-    wait "${bg_pid[$name]}" || status=$?
+    wait_clocked "$name" "${bg_pid[$name]}" || status=$?
     unset "bg_pid[$name]"
     show <"${bg_log[$name]}" | sed "s/^/${label[$name]:-}/"
     count "$name" "$status" "${bg_log[$name]}"
@@ -163,8 +240,10 @@ stop_all() {
         local retried
         retried=$(cat "${logs[@]}" | grep 'passed on retry attempt' || true)
         [ -z "$retried" ] || printf 'Passed only when run-tests.php ran them again:\n%s\n' "$retried"
+        clock_table
         rm -f "${logs[@]}"
     fi
+    rm -rf "$clock_dir"
     [ ${#failed_stages[@]} -eq 0 ] || printf 'Failed stages: %s (each alone: scripts/test.sh --only=STAGE)\n' "${failed_stages[*]}"
     [ "$status" -eq 0 ] || [ ${#failed_stages[@]} -gt 0 ] || { failed=$((failed + 1)); echo "The run stopped early (exit $status)."; }
     echo "total: $passed passed, $failed failed"
@@ -172,11 +251,16 @@ stop_all() {
 }
 trap stop_all EXIT
 
-"$ROOT/scripts/install-deps.sh"
-"$ROOT/scripts/build.sh"
-# Debian's roots build their packages from crates vendored here, with this
-# machine's cargo and trust store: the roots do not trust an inspecting proxy.
-if wanted debian13 || wanted php85 || wanted packages; then "$ROOT/scripts/vendor.sh" >/dev/null; fi
+setup() {
+    "$ROOT/scripts/install-deps.sh"
+    "$ROOT/scripts/build.sh"
+    # Debian's roots build their packages from crates vendored here, with this
+    # machine's cargo and trust store: the roots do not trust an inspecting proxy.
+    if wanted debian13 || wanted php85 || wanted packages; then "$ROOT/scripts/vendor.sh" >/dev/null; fi
+}
+clock_on setup
+clocked setup setup
+clock_off setup
 # The minimal roots the packages are installed on (made once per machine,
 # mostly download and unpacking), beside everything else until they are needed.
 # debootstrap now, before the jobs: two apt-gets at once (this job's and the
@@ -185,13 +269,17 @@ if wanted packages; then
     install_packages debootstrap
     roots_log=$(mktemp)
     logs+=("$roots_log")
-    setsid bash -c 'for root in minimal12 minimal13 minimal85; do "$0/scripts/debian-root.sh" "$root" root || exit; done' "$ROOT" >"$roots_log" 2>&1 &
+    clock_on "Debian roots"
+    setsid bash -c 'for root in minimal12 minimal13 minimal85; do "$0/scripts/debian-root.sh" "$root" root || exit; done; echo "$EPOCHREALTIME" >"$1.end"; times >"$1"' \
+        "$ROOT" "$clock_dir/Debian roots" >"$roots_log" 2>&1 &
     roots_pid=$!
 fi
 
 stage "test build"
 # One build of the tests serves every suite below.
-test_bin=$(test_binary)
+clock_on "test build"
+test_bin=$(clocked "test build" test_binary)
+clock_off "test build"
 background model "$ROOT/scripts/slow-checks.sh" --quick "$test_bin"
 background slow "$ROOT/scripts/slow-checks.sh" "$test_bin"
 
@@ -233,7 +321,9 @@ run_stage nodes16 nodes16
 if wanted packages; then
     deb12_log=$(mktemp)
     logs+=("$deb12_log")
-    CARGO_TARGET_DIR=$CACHE/deb-target setsid "$ROOT/scripts/deb.sh" >"$deb12_log" 2>&1 &
+    clock_on "Debian 12 package"
+    CARGO_TARGET_DIR=$CACHE/deb-target setsid bash -c '"$0/scripts/deb.sh"; status=$?; echo "$EPOCHREALTIME" >"$1.end"; times >"$1"; exit $status' \
+        "$ROOT" "$clock_dir/Debian 12 package" >"$deb12_log" 2>&1 &
     deb12_pid=$!
 fi
 # The benchmark at tiny sizes, so it keeps working; it asserts nothing about speed.
@@ -246,11 +336,11 @@ CLUSTER_TLS_DIR=$tls_dir "$ROOT/scripts/cluster.sh" stop redis "$TLS_BASE"
 # Each release's package installed on a fresh minimal root of its own.
 roots_status=0 deb12_status=0
 if [ -n "$roots_pid" ]; then
-    wait "$roots_pid" || roots_status=$?
+    wait_clocked "Debian roots" "$roots_pid" || roots_status=$?
     roots_pid=
 fi
 if [ -n "$deb12_pid" ]; then
-    wait "$deb12_pid" || deb12_status=$?
+    wait_clocked "Debian 12 package" "$deb12_pid" || deb12_status=$?
     deb12_pid=
 fi
 packages() {
