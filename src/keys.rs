@@ -44,7 +44,7 @@ pub fn check_session_id(sid: &[u8], locking: bool) -> Result<(), KeyError> {
     if sid.is_empty() || sid.len() > MAX_SID_LEN {
         return Err(KeyError::InvalidSessionId);
     }
-    if locking && sid.iter().any(|&b| b == b'{' || b == b'}') {
+    if locking && memchr::memchr2(b'{', b'}', sid).is_some() {
         return Err(KeyError::BracedSessionId);
     }
     Ok(())
@@ -75,8 +75,8 @@ fn on_the_data_slot(session_key: &[u8], suffix: &[u8]) -> Result<Vec<u8>, KeyErr
     if session_key.is_empty() {
         return Err(KeyError::InvalidSessionId);
     }
-    // The usual key has no brace at all (`contains` on bytes is memchr).
-    if !session_key.contains(&b'{') && !session_key.contains(&b'}') {
+    // The usual key has no brace at all.
+    if memchr::memchr2(b'{', b'}', session_key).is_none() {
         let mut key = Vec::with_capacity(session_key.len() + 2 + suffix.len());
         key.push(b'{');
         key.extend_from_slice(session_key);
@@ -93,18 +93,29 @@ fn on_the_data_slot(session_key: &[u8], suffix: &[u8]) -> Result<Vec<u8>, KeyErr
 /// Every key of one session's lock. All of them carry the lock key's hash
 /// tag, so they share the data key's slot, and every script is handed the
 /// ones it touches in `KEYS`: no script builds a key name. The keys derived
-/// from the lock key share one buffer: one allocation, not four, per request.
+/// from the lock key, the holder's among them, share one buffer: one
+/// allocation, not six, per request.
 #[derive(Clone)]
 #[cfg_attr(test, derive(Debug, PartialEq, Eq, Hash))]
 pub struct LockKeys {
     pub data: Vec<u8>,
     /// `{prefix.sid}_LOCK`: the holder's secret, with the holder's lock TTL.
     pub lock: Vec<u8>,
-    /// The queue, waiters, done and lifetime keys, one after the other.
+    /// The queue, waiters, done and lifetime keys, then the holder's list
+    /// and heartbeat (see [`Self::hold`]), one after the other.
     derived: Vec<u8>,
     /// Where each of them ends in `derived`.
-    ends: [usize; 4],
+    ends: [usize; 6],
 }
+
+/// What a holder's list adds to the lock key before its secret.
+const NEXT_INFIX: &[u8] = b"_NEXT_";
+/// What a holder's heartbeat adds to the lock key before its secret.
+const BEAT_INFIX: &[u8] = b"_BEAT_";
+/// The secrets the lock protocol makes: 16 random bytes as hex digits. Room
+/// for a holder's keys with one is made with the others (a longer one grows
+/// the buffer).
+const SECRET_LEN: usize = 32;
 
 impl LockKeys {
     pub fn new(data_key: &[u8]) -> Result<Self, KeyError> {
@@ -122,18 +133,39 @@ impl LockKeys {
             [&lock, DONE_SUFFIX],
             [tagged, LIFETIME_SUFFIX],
         ];
-        let mut derived = Vec::with_capacity(4 * lock.len() + 24);
+        let holder = 2 * (lock.len() + NEXT_INFIX.len() + SECRET_LEN);
+        let mut derived = Vec::with_capacity(4 * lock.len() + 24 + holder);
         let ends = parts.map(|[base, suffix]| {
             derived.extend_from_slice(base);
             derived.extend_from_slice(suffix);
             derived.len()
         });
+        let end = derived.len();
         Ok(LockKeys {
             data: data_key,
             lock,
             derived,
-            ends,
+            ends: [ends[0], ends[1], ends[2], ends[3], end, end],
         })
+    }
+
+    /// Adds the keys of the holder with `secret`, in place of any earlier
+    /// holder's: its list ([`Self::own_list`]) and, with `beat`, its
+    /// heartbeat ([`Self::own_beat`]).
+    pub fn hold(&mut self, secret: &[u8], beat: bool) {
+        self.derived.truncate(self.ends[3]);
+        self.push_holder_key(NEXT_INFIX, secret);
+        self.ends[4] = self.derived.len();
+        if beat {
+            self.push_holder_key(BEAT_INFIX, secret);
+        }
+        self.ends[5] = self.derived.len();
+    }
+
+    fn push_holder_key(&mut self, infix: &[u8], secret: &[u8]) {
+        self.derived.extend_from_slice(&self.lock);
+        self.derived.extend_from_slice(infix);
+        self.derived.extend_from_slice(secret);
     }
 
     fn derived(&self, i: usize) -> &[u8] {
@@ -166,10 +198,28 @@ impl LockKeys {
         self.derived(3)
     }
 
+    /// The holder's list, [`Self::next`] of its secret (see [`Self::hold`];
+    /// empty before).
+    pub fn own_list(&self) -> &[u8] {
+        self.derived(4)
+    }
+
+    /// The holder's secret, the end of its list's name (see [`Self::hold`]).
+    pub fn own_secret(&self) -> &[u8] {
+        let at = self.lock.len() + NEXT_INFIX.len();
+        self.own_list().get(at..).unwrap_or_default()
+    }
+
+    /// The holder's heartbeat, [`Self::beat`] of its secret, if it has one
+    /// (see [`Self::hold`]).
+    pub fn own_beat(&self) -> Option<&[u8]> {
+        Some(self.derived(5)).filter(|beat| !beat.is_empty())
+    }
+
     /// `<lock>_NEXT_<secret>`: where the holder with this secret pushes the
     /// lock and the data when it hands over; the waiter behind it blocks there.
-    pub fn next(&self, secret: &str) -> Vec<u8> {
-        [&self.lock[..], b"_NEXT_", secret.as_bytes()].concat()
+    pub fn next(&self, secret: &[u8]) -> Vec<u8> {
+        [&self.lock[..], NEXT_INFIX, secret].concat()
     }
 
     /// `<lock>_BEAT_<secret>`: the heartbeat of the holder with this secret,
@@ -193,14 +243,18 @@ pub fn done_key(lock: &[u8]) -> Vec<u8> {
 /// The heartbeat of `lock`'s holder with `secret` (see [`LockKeys::beat`]),
 /// made from the lock key alone, as the watchdog knows it.
 pub fn beat_key(lock: &[u8], secret: &[u8]) -> Vec<u8> {
-    [lock, b"_BEAT_", secret].concat()
+    [lock, BEAT_INFIX, secret].concat()
 }
 
 /// The bytes Redis hashes for a key with a hash tag: between the first `{`
 /// and the first `}` after it, if that is non-empty (Redis `keyHashSlot`).
 pub fn hash_tag(key: &[u8]) -> Option<&[u8]> {
-    // memchr: every request routes its calls by a key of 40 bytes or so.
-    let open = memchr::memchr(b'{', key)?;
+    // memchr: every request routes its calls by a key of 40 bytes or so; a
+    // lock key of a prefix without braces starts with its tag.
+    let open = match key.first() {
+        Some(b'{') => 0,
+        _ => memchr::memchr(b'{', key)?,
+    };
     let len = memchr::memchr(b'}', &key[open + 1..])?;
     (len > 0).then(|| &key[open + 1..open + 1 + len])
 }
@@ -328,13 +382,16 @@ mod tests {
     #[test]
     fn every_lock_key_shares_the_data_key_slot() {
         for data_key in [&b"P:abc"[..], b"t:{tenant}:abc"] {
-            let keys = LockKeys::new(data_key).unwrap();
+            let mut keys = LockKeys::new(data_key).unwrap();
+            keys.hold(b"00ff", true);
             let slot = hash_slot(data_key);
             for key in [
                 &keys.lock[..],
                 keys.queue(),
                 keys.waiters(),
-                &keys.next("00ff"),
+                &keys.next(b"00ff"),
+                keys.own_list(),
+                keys.own_beat().unwrap(),
             ] {
                 assert_eq!(hash_slot(key), slot, "{:?}", String::from_utf8_lossy(key));
             }
@@ -343,6 +400,30 @@ mod tests {
             LockKeys::new(b"P:abc").unwrap().queue(),
             b"{P:abc}_LOCK_FIFO"
         );
+    }
+
+    #[test]
+    fn a_holders_keys_replace_the_last_holders() {
+        let mut keys = LockKeys::new(b"P:abc").unwrap();
+        let base = keys.clone();
+        assert_eq!((keys.own_list(), keys.own_beat()), (&b""[..], None));
+        keys.hold(b"00ff", true);
+        assert_eq!(keys.own_list(), b"{P:abc}_LOCK_NEXT_00ff");
+        assert_eq!(keys.own_list(), keys.next(b"00ff"));
+        assert_eq!(keys.own_beat(), Some(&keys.beat(b"00ff")[..]));
+        assert_eq!(keys.own_secret(), b"00ff");
+        let secret = [b'a'; SECRET_LEN];
+        keys.hold(&secret, false);
+        assert_eq!(keys.own_list(), keys.next(&secret));
+        assert_eq!((keys.own_secret(), keys.own_beat()), (&secret[..], None));
+        for (key, was) in [
+            (keys.queue(), base.queue()),
+            (keys.waiters(), base.waiters()),
+            (keys.done(), base.done()),
+            (keys.lifetime(), base.lifetime()),
+        ] {
+            assert_eq!(key, was);
+        }
     }
 
     #[test]
@@ -356,6 +437,9 @@ mod tests {
         assert_eq!(hash_slot(b"{user1000}.following"), hash_slot(b"user1000"));
         assert_eq!(hash_slot(b"foo{}{bar}"), hash_slot(b"foo{}{bar}"));
         assert_eq!(hash_slot(b"foo{{bar}}zap"), hash_slot(b"{bar"));
+        // A key that starts with its tag, as lock keys do, and one whose tag is empty.
+        assert_eq!(hash_slot(b"{foo}_LOCK"), hash_slot(b"foo"));
+        assert_eq!(hash_slot(b"{}foo"), crc16_slot(b"{}foo"));
     }
 
     #[test]

@@ -70,17 +70,33 @@ pub struct Decimal {
     start: usize,
 }
 
+/// Every number under 100 as two digits.
+const DIGIT_PAIRS: &[u8; 200] = b"\
+    0001020304050607080910111213141516171819\
+    2021222324252627282930313233343536373839\
+    4041424344454647484950515253545556575859\
+    6061626364656667686970717273747576777879\
+    8081828384858687888990919293949596979899";
+
 impl From<u64> for Decimal {
     fn from(mut n: u64) -> Self {
         let mut digits = [0; 20];
         let mut start = digits.len();
-        loop {
+        // Two digits a division: a request formats a few numbers of 5.
+        let mut push_pair = |pair: u64| {
+            let at = 2 * pair as usize;
+            start -= 2;
+            digits[start..start + 2].copy_from_slice(&DIGIT_PAIRS[at..at + 2]);
+        };
+        while n >= 100 {
+            push_pair(n % 100);
+            n /= 100;
+        }
+        if n >= 10 {
+            push_pair(n);
+        } else {
             start -= 1;
-            digits[start] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
+            digits[start] = b'0' + n as u8;
         }
         Decimal { digits, start }
     }
@@ -305,7 +321,7 @@ mod tests {
 
     #[test]
     fn decimals() {
-        for n in [0, 7, 10, 999, 1_000_000, u64::MAX] {
+        for n in [0, 7, 10, 99, 100, 999, 1_000_000, 12_345, u64::MAX] {
             assert_eq!(Decimal::from(n).as_bytes(), n.to_string().as_bytes());
         }
     }

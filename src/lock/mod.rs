@@ -39,6 +39,7 @@
 //! it wrote by then is repeated or recognised by the next call, as each
 //! script's comment says.
 
+use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, anyhow, bail};
@@ -53,7 +54,7 @@ use crate::stats;
 use crate::store::{
     LOG_KEPT_BYTES, LockPoll, LockStore, PlainRead, PlainTake, Reply, whole_millis, whole_seconds,
 };
-use crate::watchdog::{self, KeysAndArgs, RenewalScript, renewal_ttl};
+use crate::watchdog::{self, KeysAndArgs, RenewalScript};
 
 pub(crate) mod heartbeat;
 #[cfg(test)]
@@ -81,11 +82,10 @@ const SHORTEST_PIECE: Duration = Duration::from_millis(100);
 /// to release it. No `Debug` outside tests: the secret must never be printed.
 #[cfg_attr(test, derive(Clone, Debug, PartialEq, Eq, Hash))]
 pub struct HeldLock {
+    /// The session's keys, with this holder's (see [`LockKeys::hold`]): the
+    /// list its hand-over goes to, which every release declares, its
+    /// heartbeat with a lease, and in them its secret.
     pub keys: LockKeys,
-    secret: String,
-    /// `<lock>_NEXT_<secret>`: where this holder's hand-over goes, which
-    /// every release declares; made once, with the secret.
-    own_list: Vec<u8>,
     release: ReleaseCommand,
     /// `lock_expire` in ms, as the scripts take it: the lock's TTL without a
     /// lease, and how long a save keeps the log of savers.
@@ -103,9 +103,8 @@ pub struct HeldLock {
     /// (its fence, the log's newest entry, would have changed): the log is
     /// as read, or where it expired, made again by the renewals.
     next_log: Option<Vec<u8>>,
-    /// `None` without a lease: the lock key lives for `lock_expire`. Boxed:
-    /// a lock without one carries no more than before.
-    leased: Option<Box<Leased>>,
+    /// `None` without a lease: the lock key lives for `lock_expire`.
+    leased: Option<Leased>,
     /// The session's own lifetime as the acquire script read it; `None` also
     /// when the lock came by a hand-over, which does not carry it.
     pub lifetime: Option<Lifetime>,
@@ -140,8 +139,6 @@ struct Leased {
     /// [`RENEW_LEASE`]; after a plain take, they also make the log last): a
     /// holder whose lease lapsed before its first renewal may have none.
     retake_fence: Option<Vec<u8>>,
-    /// `<lock>_BEAT_<secret>`: this holder's heartbeat (see [`heartbeat`]).
-    beat: Vec<u8>,
 }
 
 impl HeldLock {
@@ -150,17 +147,18 @@ impl HeldLock {
     /// its hand-over goes.
     /// With a lease, also its heartbeat, which goes with it.
     fn with_release_keys<R>(&self, call: impl FnOnce(&[&[u8]]) -> R) -> R {
+        let beat = self.keys.own_beat();
         let keys: [&[u8]; 8] = [
             &self.keys.data,
             &self.keys.lock,
             self.keys.queue(),
             self.keys.waiters(),
-            &self.own_list,
+            self.keys.own_list(),
             self.keys.done(),
             self.keys.lifetime(),
-            self.leased.as_ref().map_or(&[][..], |leased| &leased.beat),
+            beat.unwrap_or_default(),
         ];
-        call(&keys[..if self.leased.is_some() { 8 } else { 7 }])
+        call(&keys[..if beat.is_some() { 8 } else { 7 }])
     }
 
     /// Calls `call` with the script and arguments of a save at `now` (see
@@ -182,7 +180,7 @@ impl HeldLock {
             lifetime => lifetime,
         }
         .script_arg();
-        let secret = self.secret.as_bytes();
+        let secret = self.keys.own_secret();
         let expire_ms = self.expire_ms.as_bytes();
         let retake_ms = self.retake_ms(now);
         match save {
@@ -233,7 +231,7 @@ impl HeldLock {
 
     /// Calls `call` with the arguments of [`DESTROY_AND_RELEASE`] at `now`.
     pub(crate) fn destroy_call<R>(&self, now: Instant, call: impl FnOnce(&[&[u8]]) -> R) -> R {
-        let args: [&[u8]; 2] = [self.secret.as_bytes(), self.expire_ms.as_bytes()];
+        let args: [&[u8]; 2] = [self.keys.own_secret(), self.expire_ms.as_bytes()];
         let retake_ms = self.retake_ms(now);
         let (log, len) = self.log_args(false, &retake_ms);
         with_args(&args, &log[..len], call)
@@ -247,10 +245,15 @@ impl HeldLock {
     /// within half a lease, without it, refused that way).
     fn retake_ms(&self, now: Instant) -> Option<Decimal> {
         let leased = self.leased.as_ref()?;
-        let lock_expire = leased.lock_expire;
-        let left = renewal_ttl(lock_expire, leased.taken_at, lock_expire, now)
+        let held_for = now.saturating_duration_since(leased.taken_at);
+        // In whole ms, as `watchdog::renewal_ttl` counts it: under 1 is none.
+        let left = leased
+            .lock_expire
+            .checked_sub(held_for)
             .filter(|_| leased.retake_fence.is_some())
-            .map_or(0, whole_millis);
+            .map_or(0, |left| {
+                u64::try_from(left.as_millis()).unwrap_or(u64::MAX)
+            });
         Some(Decimal::from(left))
     }
 
@@ -260,7 +263,7 @@ impl HeldLock {
         Some(watchdog::Watched {
             lock_key: &self.keys.lock,
             fence: leased.retake_fence.as_deref(),
-            secret: self.secret.as_bytes(),
+            secret: self.keys.own_secret(),
             lease: leased.lease,
             taken_at: leased.taken_at,
             lock_expire: leased.lock_expire,
@@ -289,13 +292,13 @@ impl HeldLock {
     /// answered after it would count a lock lost.
     fn unwatch(&self) {
         if self.leased.is_some() {
-            watchdog::unwatch(&self.keys.lock, self.secret.as_bytes());
+            watchdog::unwatch(&self.keys.lock, self.keys.own_secret());
         }
     }
 
     /// With a lease, this holder's heartbeat key.
     pub fn heartbeat(&self) -> Option<&[u8]> {
-        self.leased.as_ref().map(|leased| &leased.beat[..])
+        self.keys.own_beat()
     }
 
     /// Held by the process this one was forked from.
@@ -327,8 +330,9 @@ impl HeldLock {
     fn log_read(&mut self, log: Option<&[u8]>) {
         self.next_log = log.map(|log| {
             let kept = &log[..log.len().min(LOG_KEPT_BYTES)];
-            let mut next = Vec::with_capacity(self.secret.len() + 1 + kept.len());
-            next.extend_from_slice(self.secret.as_bytes());
+            let secret = self.keys.own_secret();
+            let mut next = Vec::with_capacity(secret.len() + 1 + kept.len());
+            next.extend_from_slice(secret);
             if !kept.is_empty() {
                 next.push(b' ');
                 next.extend_from_slice(kept);
@@ -349,7 +353,7 @@ impl HeldLock {
                     0 => {
                         log.clear();
                         log.push(b'~');
-                        log.extend_from_slice(self.secret.as_bytes());
+                        log.extend_from_slice(self.keys.own_secret());
                     }
                     head => log.truncate(head),
                 }
@@ -360,7 +364,7 @@ impl HeldLock {
 
     #[cfg(test)]
     pub(crate) fn secret(&self) -> &str {
-        &self.secret
+        std::str::from_utf8(self.keys.own_secret()).expect("secrets are hex digits")
     }
 }
 
@@ -370,7 +374,7 @@ impl HeldLock {
 /// At most 50 bytes (`~<secret>.<server time>`), within
 /// [`LOG_KEPT_BYTES`].
 fn log_head(log: &[u8]) -> &[u8] {
-    log.split(|&byte| byte == b' ').next().unwrap_or_default()
+    &log[..memchr::memchr(b' ', log).unwrap_or(log.len())]
 }
 
 /// What the watchdog renews leases with: [`RENEW_LEASE`], its keys and
@@ -382,7 +386,7 @@ pub(crate) static RENEWAL: RenewalScript = RenewalScript {
 
 /// Calls `send` with the keys and arguments of a [`RENEW_LEASE`] call: a
 /// renewal of `lock`, held with `secret`, whose lease runs `ttl` more (see
-/// [`renewal_ttl`]) with what is `left` of `lock_expire`; with a `fence`
+/// [`watchdog::renewal_ttl`]) with what is `left` of `lock_expire`; with a `fence`
 /// for a re-take, one that keeps the log of savers that fence that long.
 /// The heartbeat moves to what is left in ms, which falls from one renewal
 /// to the next (the take made it '0'), and lasts as long as the lock's
@@ -435,30 +439,22 @@ pub enum Acquired {
     Rejected(Option<Vec<u8>>, u64),
 }
 
-/// Random bytes from the OS CSPRNG as hex digits.
-fn random_hex<const N: usize>() -> Result<String> {
-    let mut hex = String::with_capacity(2 * N);
-    push_random_hex::<N>(&mut hex)?;
-    Ok(hex)
-}
+/// How many random bytes a secret has.
+const SECRET_BYTES: usize = 16;
 
-/// The most random bytes a secret takes.
-const MOST_RANDOM_BYTES: usize = 16;
+/// A secret's hex digits.
+type Secret = [u8; 2 * SECRET_BYTES];
 
-/// [`random_hex`], appended to `hex`.
-fn push_random_hex<const N: usize>(hex: &mut String) -> Result<()> {
-    let mut bytes = [0u8; N];
-    getrandom::fill(&mut bytes)
-        .map_err(|err| anyhow!("no OS randomness for the lock secret: {err}"))?;
+/// Fills `hex` with random bytes from the OS CSPRNG as hex digits.
+fn fill_random_hex(hex: &mut [u8]) -> Result<()> {
+    let mut bytes = [0u8; SECRET_BYTES];
+    let bytes = &mut bytes[..hex.len() / 2];
+    getrandom::fill(bytes).map_err(|err| anyhow!("no OS randomness for the lock secret: {err}"))?;
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    // Into bytes, then appended at once: a char at a time costs a check each.
-    let mut digits = [0u8; 2 * MOST_RANDOM_BYTES];
-    const { assert!(N <= MOST_RANDOM_BYTES) };
-    for (pair, byte) in digits.chunks_exact_mut(2).zip(bytes) {
+    for (pair, &byte) in hex.chunks_exact_mut(2).zip(&*bytes) {
         pair[0] = HEX[usize::from(byte >> 4)];
         pair[1] = HEX[usize::from(byte & 0xf)];
     }
-    hex.push_str(std::str::from_utf8(&digits[..2 * N]).expect("hex digits are ASCII"));
     Ok(())
 }
 
@@ -469,7 +465,7 @@ const HOLDER_BYTES: usize = 8;
 thread_local! {
     /// This thread's half of every secret it makes, and the process it was
     /// made in: a forked child makes its own.
-    static HOLDER: std::cell::RefCell<Option<(u32, String)>> = const { std::cell::RefCell::new(None) };
+    static HOLDER: Cell<Option<(u32, [u8; 2 * HOLDER_BYTES])>> = const { Cell::new(None) };
 }
 
 /// A secret, new for each acquisition: 8 random bytes naming this thread of
@@ -478,22 +474,20 @@ thread_local! {
 /// not the current secret is one it let go of: released with the reply lost,
 /// or its release undone by a failover to a replica that never saw it. The
 /// acquire script takes such a lock over at once instead of waiting out its TTL.
-fn new_secret() -> Result<String> {
+fn new_secret() -> Result<Secret> {
     let pid = std::process::id();
-    let mut secret = String::with_capacity(32);
-    HOLDER.with(|cell| -> Result<()> {
-        let mut holder = cell.borrow_mut();
-        match holder.as_ref() {
-            Some((made_in, digits)) if *made_in == pid => secret.push_str(digits),
-            _ => {
-                let digits = random_hex::<HOLDER_BYTES>()?;
-                secret.push_str(&digits);
-                *holder = Some((pid, digits));
-            }
+    let mut secret = [0; 2 * SECRET_BYTES];
+    let (holder, own) = secret.split_at_mut(2 * HOLDER_BYTES);
+    match HOLDER.get() {
+        Some((made_in, digits)) if made_in == pid => holder.copy_from_slice(&digits),
+        _ => {
+            let mut digits = [0; 2 * HOLDER_BYTES];
+            fill_random_hex(&mut digits)?;
+            holder.copy_from_slice(&digits);
+            HOLDER.set(Some((pid, digits)));
         }
-        Ok(())
-    })?;
-    push_random_hex::<{ 16 - HOLDER_BYTES }>(&mut secret)?;
+    }
+    fill_random_hex(own)?;
     Ok(secret)
 }
 
@@ -505,7 +499,7 @@ pub(crate) fn break_call<R>(
     seen: &[u8],
     call: impl FnOnce(&LuaScript, &[&[u8]], &[&[u8]]) -> R,
 ) -> R {
-    let (list, beat) = (keys.next(owner), keys.beat(owner.as_bytes()));
+    let (list, beat) = (keys.next(owner.as_bytes()), keys.beat(owner.as_bytes()));
     call(
         &BREAK_LOCK,
         &[
@@ -572,10 +566,9 @@ fn longest_piece(lock: &LockSettings) -> Duration {
 #[cfg_attr(test, derive(Clone, Debug, PartialEq, Eq, Hash))]
 pub(crate) struct Acquisition {
     held: HeldLock,
-    /// The TTL a take gives the lock in ms: its [`backstop`].
+    /// The TTL a take, or with a lease a hand-over to this waiter, gives
+    /// the lock in ms: its [`backstop`].
     take_ms: Decimal,
-    /// With a lease, the TTL a hand-over gives this waiter: its backstop too.
-    handed_ms: Option<Decimal>,
     /// The data's TTL in s a read renews it to, 0: none.
     refresh_s: Decimal,
     /// `max_waiters`, 0 for no cap, and whether a rejection reads the data.
@@ -621,30 +614,24 @@ impl Acquisition {
 
     /// An acquisition that will hold the lock with `secret`.
     pub(crate) fn with_secret(
-        keys: LockKeys,
+        mut keys: LockKeys,
         lock: &LockSettings,
         refresh: Option<Duration>,
-        secret: String,
+        secret: impl AsRef<[u8]>,
         started: Instant,
     ) -> Self {
-        let backstop = backstop(lock);
-        let leased = lock.lease.map(|lease| {
-            Box::new(Leased {
-                lease,
-                lock_expire: lock.ttl,
-                taken_at: started,
-                retake_fence: None,
-                beat: keys.beat(secret.as_bytes()),
-            })
+        keys.hold(secret.as_ref(), lock.lease.is_some());
+        let leased = lock.lease.map(|lease| Leased {
+            lease,
+            lock_expire: lock.ttl,
+            taken_at: started,
+            retake_fence: None,
         });
         Acquisition {
             wait_list: None,
-            take_ms: Decimal::from(whole_millis(backstop)),
-            handed_ms: lock.lease.map(|_| Decimal::from(whole_millis(backstop))),
+            take_ms: Decimal::from(whole_millis(backstop(lock))),
             held: HeldLock {
-                own_list: keys.next(&secret),
                 keys,
-                secret,
                 release: lock.release,
                 expire_ms: Decimal::from(whole_millis(lock.ttl)),
                 fence: None,
@@ -702,14 +689,16 @@ impl Acquisition {
         let hand_over_ms = whole_millis(HAND_OVER_TIMEOUT).to_string();
         let max_waiters = self.max_waiters.to_string();
         let keys = &self.held.keys;
-        // The log of savers is stretched to the backstop: a hand-over as
-        // late as that carries it as the next holder's fence.
+        // The log of savers is stretched to the backstop, the TTL a
+        // hand-over gives this waiter: a hand-over as late as that carries
+        // it as the next holder's fence.
         let lease_args = self
-            .handed_ms
+            .held
+            .leased
             .as_ref()
-            .map(|handed_ms| [self.take_ms.as_bytes(), handed_ms.as_bytes()]);
+            .map(|_| [self.take_ms.as_bytes(); 2]);
         let args: [&[u8]; 10] = [
-            self.held.secret.as_bytes(),
+            keys.own_secret(),
             self.take_ms.as_bytes(),
             self.refresh_s.as_bytes(),
             if read_if_busy { b"1" } else { b"0" },
@@ -720,7 +709,7 @@ impl Acquisition {
             max_waiters.as_bytes(),
             if self.read_if_rejected { b"1" } else { b"0" },
         ];
-        let leased = self.held.leased.as_ref();
+        let beat = keys.own_beat();
         let keys: [&[u8]; 9] = [
             &keys.data,
             &keys.lock,
@@ -730,9 +719,9 @@ impl Acquisition {
             suspect_list,
             keys.done(),
             keys.lifetime(),
-            leased.map_or(&[][..], |leased| &leased.beat),
+            beat.unwrap_or_default(),
         ];
-        let keys = &keys[..if leased.is_some() { 9 } else { 8 }];
+        let keys = &keys[..if beat.is_some() { 9 } else { 8 }];
         let lease_args = lease_args.as_ref().map_or(&[][..], |more| &more[..]);
         with_args(&args, lease_args, |args| call(keys, args))
     }
@@ -781,11 +770,11 @@ impl Acquisition {
         let (owner, ahead, handed_by) = (secret()?, secret()?, secret()?);
         self.next_behind = owner.clone().filter(|owner| ahead.as_ref() == Some(owner));
         if let Some(ahead) = ahead {
-            self.wait_list = Some(keys.next(&ahead));
+            self.wait_list = Some(keys.next(ahead.as_bytes()));
         }
         self.suspect = owner
             .zip(handed_by)
-            .map(|(owner, by)| (owner, keys.next(&by)));
+            .map(|(owner, by)| (owner, keys.next(by.as_bytes())));
         Ok(Attempt::Busy(data))
     }
 
@@ -804,11 +793,11 @@ impl Acquisition {
         let held = &self.held;
         PlainTake {
             lock: &held.keys.lock,
-            secret: held.secret.as_bytes(),
+            secret: held.keys.own_secret(),
             lock_ms: self.take_ms.as_bytes(),
             data: &held.keys.data,
             log: held.keys.done(),
-            beat: held.leased.as_ref().map(|leased| &leased.beat[..]),
+            beat: held.keys.own_beat(),
         }
     }
 
@@ -912,7 +901,9 @@ impl Acquisition {
 
     /// The list a waiter blocks on.
     pub(crate) fn wait_list(&self) -> &[u8] {
-        self.wait_list.as_deref().unwrap_or(&self.held.own_list)
+        self.wait_list
+            .as_deref()
+            .unwrap_or(self.held.keys.own_list())
     }
 
     /// What a wait for a hand-over popped (`None`: nothing in time): the
@@ -922,7 +913,7 @@ impl Acquisition {
             return Ok(None);
         };
         let (target, writer, data) = handed_over(&pushed)?;
-        if target != self.held.secret.as_bytes() {
+        if target != self.held.keys.own_secret() {
             return Ok(None);
         }
         self.queued = false;
@@ -1256,7 +1247,7 @@ pub fn release(store: &mut impl LockStore, held: &HeldLock) -> Result<bool> {
     let keys = &held.keys;
     let native = store.delete_if_equal(
         &keys.lock,
-        held.secret.as_bytes(),
+        held.keys.own_secret(),
         held.release,
         keys.queue(),
         held.heartbeat(),
@@ -1273,7 +1264,7 @@ pub fn release(store: &mut impl LockStore, held: &HeldLock) -> Result<bool> {
     }
     let deleted = matches!(native, Some((true, _)));
     let (Released { ours, .. }, _) =
-        run_release(store, &RELEASE, held, &[held.secret.as_bytes()], None)?;
+        run_release(store, &RELEASE, held, &[held.keys.own_secret()], None)?;
     if ours {
         stats::released(ReleaseCommand::Eval);
     }
@@ -1291,7 +1282,7 @@ mod tests {
         const HOLDER_DIGITS: usize = 2 * HOLDER_BYTES;
         let (a, b) = (new_secret().unwrap(), new_secret().unwrap());
         assert_eq!(a.len(), 32);
-        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert!(a.iter().all(u8::is_ascii_hexdigit));
         assert_ne!(a, b);
         assert_eq!(a[..HOLDER_DIGITS], b[..HOLDER_DIGITS]);
         assert_ne!(a[HOLDER_DIGITS..], b[HOLDER_DIGITS..]);
@@ -1308,7 +1299,7 @@ mod tests {
     fn a_re_take_compares_the_newest_entry_of_the_log_which_a_plain_take_reads_whole() {
         use crate::store::LOG_KEPT_LAST;
         assert_eq!(LOG_KEPT_LAST, (LOG_KEPT_BYTES - 1).to_string().as_bytes());
-        let secret = new_secret().unwrap();
+        let secret = String::from_utf8(new_secret().unwrap().to_vec()).unwrap();
         // The longest entry: a scripted take's mark, with TIME's largest reading.
         let longest = format!("~{secret}.{}{}", u32::MAX, 999_999);
         assert!(longest.len() < LOG_KEPT_BYTES, "{}", longest.len());
@@ -1591,10 +1582,17 @@ mod cluster_tests {
         holder.into_held()
     }
 
+    /// A secret of another process (not this thread's half).
+    fn other_secret() -> Secret {
+        let mut secret = [0; 2 * SECRET_BYTES];
+        fill_random_hex(&mut secret).unwrap();
+        secret
+    }
+
     /// An acquisition with a secret of another process: the tests play
     /// several processes in one thread.
     fn another_process(keys: &LockKeys, ttl: Duration) -> Acquisition {
-        let secret = random_hex::<16>().unwrap();
+        let secret = other_secret();
         Acquisition::with_secret(
             keys.clone(),
             &lock_settings(ttl),
@@ -1667,7 +1665,7 @@ mod cluster_tests {
             assert!(write(&mut store, from, data));
             assert_eq!(
                 owner(&store, &keys).as_deref(),
-                Some(to.held.secret.as_bytes())
+                Some(to.held.secret().as_bytes())
             );
             let ttl = int(&store, &keys.lock, cmd("PTTL").arg(&keys.lock));
             assert!((ttl_ms - 1000..=ttl_ms).contains(&ttl), "{ttl}");
@@ -1696,7 +1694,7 @@ mod cluster_tests {
         let mut waiter = queue(&mut store, &keys, Duration::from_secs(5));
         // The waiter is between two calls when the lock comes to it.
         assert!(write(&mut store, &holder, b"v1"));
-        let wake = keys.next(&holder.secret);
+        let wake = keys.next(holder.secret().as_bytes());
         assert_eq!(int(&store, &wake, cmd("LLEN").arg(&wake)), 1);
         assert!(is_locked(
             waiter
@@ -1722,7 +1720,7 @@ mod cluster_tests {
         let mut waiter = queue(&mut store, &keys, Duration::from_secs(5));
         assert!(write(&mut store, &holder, b"v1"));
         // Somebody else's BLPOP took the element: its reply never came back.
-        let wake = keys.next(&holder.secret);
+        let wake = keys.next(holder.secret().as_bytes());
         assert!(
             store
                 .pop_wait(&wake, Duration::from_millis(100))
@@ -1756,7 +1754,7 @@ mod cluster_tests {
         assert!(write(&mut store, &holder, b"v1"));
         assert_eq!(
             owner(&store, &keys).as_deref(),
-            Some(dead.held.secret.as_bytes())
+            Some(dead.held.secret().as_bytes())
         );
         // Not yet: the dead waiter might still take it.
         assert!(matches!(
@@ -1770,7 +1768,7 @@ mod cluster_tests {
                 .unwrap(),
             b"v1"
         ));
-        let wake = keys.next(&holder.secret);
+        let wake = keys.next(holder.secret().as_bytes());
         assert_eq!(int(&store, &wake, cmd("EXISTS").arg(&wake)), 0);
         assert!(write(&mut store, &next.into_held(), b"v2"));
         // The dead waiter's write is refused.
@@ -1798,14 +1796,14 @@ mod cluster_tests {
         assert!(write(&mut store, &holder, b"v1"));
         assert_eq!(
             owner(&store, &keys).as_deref(),
-            Some(first.held.secret.as_bytes())
+            Some(first.held.secret().as_bytes())
         );
         let handed = first.wait_for_hand_over(&mut store, Duration::from_secs(1));
         assert_eq!(handed.unwrap(), Some(Some(b"v1".to_vec())));
         assert!(write(&mut store, &first.into_held(), b"v2"));
         assert_eq!(
             owner(&store, &keys).as_deref(),
-            Some(second.held.secret.as_bytes())
+            Some(second.held.secret().as_bytes())
         );
         release(&mut store, &second.into_held()).unwrap();
         clean(&mut store, &keys);
@@ -2104,7 +2102,9 @@ mod cluster_tests {
         let (held, data) = break_a_dead_holders_lock(&mut store, &keys);
         assert_eq!(data.as_deref(), Some(&b"v0"[..]));
         assert_eq!(
-            store.get(&keys.beat(dead.secret.as_bytes()), None).unwrap(),
+            store
+                .get(&keys.beat(dead.secret().as_bytes()), None)
+                .unwrap(),
             None
         );
         assert!(!write(&mut store, &dead, b"dead"));
@@ -2169,7 +2169,7 @@ mod cluster_tests {
                 (write(&mut store, &holder, b"held"), renewed)
             }
         });
-        let list = keys.next(&holder.secret);
+        let list = keys.next(holder.secret().as_bytes());
         let (calls, (acquired, took)) = calls_with(&list, || {
             wait_with_a_lease(&mut store, &keys, Duration::from_secs(30))
         });
@@ -2249,7 +2249,7 @@ mod cluster_tests {
             (9_000..=10_300).contains(&ttl),
             "the backstop, lock_expire and the lease: {ttl}"
         );
-        let beat = keys.beat(unrenewed.secret.as_bytes());
+        let beat = keys.beat(unrenewed.secret().as_bytes());
         assert_eq!(store.get(&beat, None).unwrap(), Some(b"0".to_vec()));
         lapse(&mut store);
         assert!(!write(&mut store, &unrenewed, b"v0"));
@@ -2258,8 +2258,8 @@ mod cluster_tests {
         let first = take(&mut store);
         assert_eq!(renew(&mut store, &first), Reply::Int(1));
         let log = store.get(keys.done(), None).unwrap();
-        assert_eq!(log, Some(format!("~{}", first.secret).into_bytes()));
-        let beat = store.get(&keys.beat(first.secret.as_bytes()), None);
+        assert_eq!(log, Some(format!("~{}", first.secret()).into_bytes()));
+        let beat = store.get(&keys.beat(first.secret().as_bytes()), None);
         assert!(beat.unwrap().is_some_and(|beat| beat != b"0"), "it moved");
         lapse(&mut store);
         assert!(write(&mut store, &first, b"v1"));
@@ -2322,7 +2322,7 @@ mod cluster_tests {
         );
         assert_eq!(
             owner(&store, &keys).as_deref(),
-            Some(held.secret.as_bytes())
+            Some(held.secret().as_bytes())
         );
         let ttl = int(&store, &keys.lock, cmd("PTTL").arg(&keys.lock));
         assert!((6000..=7000).contains(&ttl), "{ttl}");
@@ -2445,7 +2445,7 @@ mod cluster_tests {
     /// A leased acquisition with a secret of another process.
     fn leased_process(keys: &LockKeys, lock_expire: Duration, lease: Duration) -> Acquisition {
         let settings = leased_settings(lock_expire, lease);
-        let secret = random_hex::<16>().unwrap();
+        let secret = other_secret();
         Acquisition::with_secret(keys.clone(), &settings, None, secret, Instant::now())
     }
 
@@ -2579,7 +2579,7 @@ mod cluster_tests {
         assert!(write(&mut store, &other, b"v1"));
         assert_eq!(
             owner(&store, &keys).as_deref(),
-            Some(waiter.secret.as_bytes())
+            Some(waiter.secret().as_bytes())
         );
         // The waiter's request ends with a touch (its data unchanged).
         let touched = save_and_release(
@@ -2598,7 +2598,7 @@ mod cluster_tests {
             Reply::Data(log) => String::from_utf8(log).unwrap(),
             other => panic!("{other:?}"),
         };
-        let names = |holder: &HeldLock| log.split(' ').any(|entry| entry == holder.secret);
+        let names = |holder: &HeldLock| log.split(' ').any(|entry| entry == holder.secret());
         // The undone holder's write is not here, yet its repeat would be
         // acknowledged; the other's is, yet its repeat would be refused.
         assert!(
@@ -2673,7 +2673,7 @@ mod cluster_tests {
         assert!(write(&mut store, &holder, b"handed"));
         assert_eq!(
             owner(&store, &keys).as_deref(),
-            Some(waiter.held.secret.as_bytes())
+            Some(waiter.held.secret().as_bytes())
         );
         // The waiter dies before it pops its hand-over: its lock expires and
         // its handed mark stays, which now tells nobody anything.
@@ -2720,7 +2720,7 @@ mod cluster_tests {
         release(&mut store, &holder).unwrap();
         assert_eq!(
             owner(&store, &keys).as_deref(),
-            Some(waiter.held.secret.as_bytes())
+            Some(waiter.held.secret().as_bytes())
         );
         let handed = waiter
             .wait_for_hand_over(&mut store, Duration::from_secs(1))
@@ -2781,7 +2781,11 @@ mod cluster_tests {
         // The lock comes back to the first holder, as a hand-over to its
         // queue entry that the failover brought back would give it.
         store
-            .set(&keys.lock, stale.secret.as_bytes(), Duration::from_secs(30))
+            .set(
+                &keys.lock,
+                stale.secret().as_bytes(),
+                Duration::from_secs(30),
+            )
             .unwrap();
         assert!(!write(&mut store, &stale, b"n=1 (stale)"));
         assert_eq!(store.get(&keys.data, None).unwrap(), Some(b"n=1".to_vec()));

@@ -714,7 +714,7 @@ impl LockModel {
                 // within lock_expire of the take, if nobody saved since the
                 // read (a failover may have undone saves the count has).
                 let lease_lapsed = self.lock.lease.is_some() && owner_before.is_none();
-                let leased = held.leased.as_deref();
+                let leased = held.leased.as_ref();
                 let within_cap = leased.is_some_and(|leased| {
                     now - client_ms_of(leased.taken_at) < self.lock.ttl.as_millis() as i64
                 });
