@@ -56,6 +56,9 @@ pub struct Link {
     pending_auth: Option<Vec<u8>>,
     /// AUTH was sent and its reply is still to be read.
     auth_unread: bool,
+    /// Replies of exchanges given up on at their deadline (see
+    /// [`Self::exchange_or_owe`]), read past before the next exchange's.
+    owed: usize,
 }
 
 enum Stream {
@@ -343,6 +346,7 @@ impl Link {
             addr: addr.clone(),
             pending_auth: None,
             auth_unread: false,
+            owed: 0,
         };
         let handshake = Bounded {
             stream: &mut link.stream,
@@ -435,6 +439,11 @@ impl Link {
                 )));
             }
         }
+        while self.owed > 0 {
+            let reply = self.reader.read_reply(&mut stream)?;
+            refused_for_maxclients(&self.addr, &reply)?;
+            self.owed -= 1;
+        }
         for _ in 0..skip {
             let reply = self.reader.read_reply(&mut stream)?;
             refused_for_maxclients(&self.addr, &reply)?;
@@ -446,6 +455,38 @@ impl Link {
             replies.push(reply);
         }
         Ok(replies)
+    }
+
+    /// One command whose reply may be given up on at the window's end
+    /// without losing the connection: `None` then, the reply owed and read
+    /// past before the next exchange's. Other errors as [`Self::exchange`].
+    pub fn exchange_or_owe(
+        &mut self,
+        packed: &[u8],
+        window: ReplyWindow,
+    ) -> RedisResult<Option<Value>> {
+        self.send(packed, window)?;
+        // An AUTH sent with it is one reply more to read past.
+        self.owed += 1 + usize::from(std::mem::take(&mut self.auth_unread));
+        let mut stream = Bounded {
+            stream: &mut self.stream,
+            timeouts: &mut self.timeouts,
+            deadline: window.end(),
+            now: None,
+        };
+        let mut last = None;
+        while self.owed > 0 {
+            match self.reader.read_reply(&mut stream) {
+                Ok(reply) => {
+                    refused_for_maxclients(&self.addr, &reply)?;
+                    self.owed -= 1;
+                    last = Some(reply);
+                }
+                Err(error) if error.is_timeout() => return Ok(None),
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(last)
     }
 }
 
@@ -472,7 +513,12 @@ impl Lent {
     pub fn borrow(&self) -> Option<MutexGuard<'_, Option<Link>>> {
         match self.0.try_lock() {
             Ok(guard) => Some(guard),
-            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            // An exchange cut short by a panic: the link may be out of step.
+            Err(TryLockError::Poisoned(poisoned)) => {
+                let mut guard = poisoned.into_inner();
+                *guard = None;
+                Some(guard)
+            }
             Err(TryLockError::WouldBlock) => None,
         }
     }
@@ -484,9 +530,8 @@ impl Lent {
         loop {
             match self.0.try_lock() {
                 Ok(mut guard) => return guard.take(),
-                Err(TryLockError::Poisoned(poisoned)) => {
-                    return poisoned.into_inner().take();
-                }
+                // An exchange cut short by a panic: the link may be out of step.
+                Err(TryLockError::Poisoned(_)) => return None,
                 Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
                     std::thread::sleep(TAKE_BACK_PAUSE);
                 }
@@ -500,8 +545,11 @@ impl Link {
     /// Whether the node closed this connection (or sent what nobody asked
     /// for, or it failed) while it sat idle for at least [`IDLE_CHECK_AFTER`]
     /// before `now`.
+    /// One that owes replies cannot tell by being readable: a close is
+    /// found when they are read.
     pub fn closed_while_idle(&self, now: Instant) -> bool {
-        now.saturating_duration_since(self.last_used) >= IDLE_CHECK_AFTER
+        self.owed == 0
+            && now.saturating_duration_since(self.last_used) >= IDLE_CHECK_AFTER
             && poll::readable_or_closed(self.stream.socket().as_raw_fd())
     }
 }
@@ -1114,6 +1162,21 @@ mod tests {
         let dropped = Lent::new(open().unwrap());
         *dropped.borrow().expect("free") = None;
         assert!(dropped.take_back(Instant::now()).is_none());
+    }
+
+    #[test]
+    fn a_reply_given_up_on_is_owed_and_read_past_by_the_next_exchange() {
+        // Two replies, a byte every 40 ms: the first is complete after 280 ms.
+        let node = fake_node(b"+PONG\r\n:7\r\n", 1, Duration::from_millis(40));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut link = Link::open(&plain_config(), &node, deadline).unwrap();
+        let ping = b"*1\r\n$4\r\nPING\r\n";
+        let soon = ReplyWindow::new(Duration::MAX, Instant::now() + Duration::from_millis(100));
+        assert_eq!(link.exchange_or_owe(ping, soon).unwrap(), None);
+        // Owing, it cannot tell a close from a late reply.
+        assert!(!link.closed_while_idle(Instant::now() + Duration::from_secs(1)));
+        let replies = link.exchange(ping, 0, 1, ReplyWindow::new(Duration::MAX, deadline));
+        assert_eq!(replies.unwrap(), vec![Value::Int(7)]);
     }
 
     /// A PING to a fake node that answers `answer`, its first `skipped`

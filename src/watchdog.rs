@@ -61,6 +61,10 @@ const LONGEST_ROUND: Duration = Duration::from_secs(2);
 /// The shortest: a lease already out (a failover, a late hand-over) still
 /// holds the lock until a waiter breaks it.
 const SHORTEST_ROUND: Duration = Duration::from_millis(100);
+/// The longest a renewal waits for its reply over a lent connection: the
+/// primary answers within a millisecond or stalls, and the locks after it in
+/// the round, maybe on other primaries, are not held up for longer.
+const LENT_REPLY_WAIT: Duration = Duration::from_millis(100);
 /// How long [`stop`] waits for the thread to end.
 const STOP_WAIT: Duration = Duration::from_secs(3);
 /// The slot maps kept for save_paths whose locks are all released: a
@@ -813,8 +817,10 @@ fn answered(renewal: &Renewal, sent: Instant, reply: &Value) -> Outcome {
 
 /// The renewal over the connection its request lent, while the request runs
 /// PHP code: `None` when there is none (or the request is taking it back),
-/// and on a redirect, a refusal or an error, which the round's own
-/// connections handle. One that fails is dropped: the request connects anew.
+/// and on a redirect, a refusal, an error or no reply within
+/// [`LENT_REPLY_WAIT`], which the round's own connections then handle. A
+/// reply not in yet (a stall) is owed: the link stays the request's, which
+/// reads past it. One that fails is dropped: the request connects anew.
 fn renew_over_lent(renewal: &Renewal) -> Option<Outcome> {
     let mut lent = renewal.lent.as_ref()?.borrow()?;
     let link = lent.as_mut()?;
@@ -823,14 +829,15 @@ fn renew_over_lent(renewal: &Renewal) -> Option<Outcome> {
         *lent = None;
         return None;
     }
-    let window = ReplyWindow::new(renewal.config.read_timeout, renewal.deadline);
-    let mut reply = link.exchange(&renew_command(renewal, Verb::EvalSha), 0, 1, window);
-    if matches!(&reply, Ok(replies) if matches!(&replies[..], [reply] if no_script(reply))) {
-        let window = ReplyWindow::new(renewal.config.read_timeout, renewal.deadline);
-        reply = link.exchange(&renew_command(renewal, Verb::Eval), 0, 1, window);
+    let reply_by = renewal.deadline.min(sent + LENT_REPLY_WAIT);
+    let window = ReplyWindow::new(renewal.config.read_timeout, reply_by);
+    let mut reply = link.exchange_or_owe(&renew_command(renewal, Verb::EvalSha), window);
+    if matches!(&reply, Ok(Some(reply)) if no_script(reply)) {
+        let window = ReplyWindow::new(renewal.config.read_timeout, reply_by);
+        reply = link.exchange_or_owe(&renew_command(renewal, Verb::Eval), window);
     }
-    match reply.as_deref() {
-        Ok([reply @ Value::Int(_)]) => Some(answered(renewal, sent, reply)),
+    match reply {
+        Ok(Some(reply @ Value::Int(_))) => Some(answered(renewal, sent, &reply)),
         Ok(_) => None,
         Err(_) => {
             *lent = None;
