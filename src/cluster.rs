@@ -313,9 +313,6 @@ impl Cluster {
         }
     }
 
-    /// Sends the request to its slot's primary and returns the replies,
-    /// following redirects and retrying until its deadline. Error replies
-    /// other than redirects come back as `Value::ServerError`.
     /// Lends the connection to `slot`'s primary to the lease watchdog while
     /// the request runs PHP code; the next call to that node takes it back.
     /// `None` without one (the request has not called that node).
@@ -335,6 +332,9 @@ impl Cluster {
         self.nodes.get(usize::from(index)).map(|node| &node.addr)
     }
 
+    /// Sends the request to its slot's primary and returns the replies,
+    /// following redirects and retrying until its deadline. Error replies
+    /// other than redirects come back as `Value::ServerError`.
     pub fn request(&mut self, request: &Request) -> Result<Vec<Value>, Failure> {
         self.forget_if_forked();
         let mut ask: Option<NodeAddr> = None;

@@ -2,7 +2,7 @@
 
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::ptr::{null, null_mut};
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 use ext_php_rs::builders::ModuleBuilder;
 use ext_php_rs::error::php_error;
@@ -128,10 +128,10 @@ unsafe extern "C" fn minit(_type: i32, module_number: i32) -> i32 {
     })
 }
 
-/// Whether a request of this process looked at its INI for the lease
-/// watchdog. A forked child inherits it: php-fpm's and Apache's parents serve
-/// no request, and a child of `pcntl_fork()` starts its thread at its first lock.
-static WATCHDOG_CONSIDERED: AtomicBool = AtomicBool::new(false);
+/// The process whose request last looked at its INI for the lease watchdog:
+/// a process forked after a request of its parent's (php-fpm's workers after
+/// `opcache.preload`, a child of `pcntl_fork()`) looks again.
+static WATCHDOG_CONSIDERED_BY: AtomicU32 = AtomicU32::new(0);
 
 /// A request's start. The first of a process (a worker after its fork, a CLI
 /// script) whose INI leases session locks starts the lease watchdog's thread
@@ -139,7 +139,8 @@ static WATCHDOG_CONSIDERED: AtomicBool = AtomicBool::new(false);
 /// path, so that no locked request waits for it.
 unsafe extern "C" fn rinit(_type: i32, _module_number: i32) -> i32 {
     no_unwind(SUCCESS, || {
-        if !WATCHDOG_CONSIDERED.swap(true, Ordering::Relaxed) && leases_locks() {
+        let pid = std::process::id();
+        if WATCHDOG_CONSIDERED_BY.swap(pid, Ordering::Relaxed) != pid && leases_locks() {
             // On failure the first lock tries again, and warns.
             let _ = crate::lock::start_watchdog();
         }
