@@ -90,8 +90,10 @@ clock_off() { clock_end[$1]=$(now); }
 clocked() {
     local name=$1
     shift
-    # (`exit $?` keeps bash from exec'ing the command, which would skip the trap.)
-    (trap 'times >"$clock_dir/$name"' EXIT; "$@"; exit $?)
+    # The command in a subshell of its own: a stage's function may set an
+    # EXIT trap of its own (`exit $?` keeps bash from exec'ing it, which
+    # would skip this one).
+    (trap 'times >"$clock_dir/$name"' EXIT; ("$@"); exit $?)
 }
 # wait_clocked STAGE PID: waits for a stage's job beside the run; its end is
 # what the job wrote (when it ended, not when the run came to wait for it).
@@ -122,7 +124,7 @@ clock_table() {
     for name in setup "test build" "${order[@]}" "Debian roots" "Debian 12 package"; do
         [ -n "${clock_start[$name]:-}" ] || continue
         cpu=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); print u[1] * 60 + u[2] + s[1] * 60 + s[2] }' \
-            "$clock_dir/$name" 2>/dev/null)
+            "$clock_dir/$name" 2>/dev/null || true)
         wall=$(minus "${clock_end[$name]:-$(now)}" "${clock_start[$name]}")
         printf '%-11s %6s %6s %6s %6s %7s\n' "${name// /_}" "$(mmss "${clock_start[$name]}")" \
             "$(mmss "${clock_end[$name]:-$(now)}")" "$(mmss "$wall")" "$(mmss "${cpu:-0}")" \
@@ -240,7 +242,7 @@ stop_all() {
         local retried
         retried=$(cat "${logs[@]}" | grep 'passed on retry attempt' || true)
         [ -z "$retried" ] || printf 'Passed only when run-tests.php ran them again:\n%s\n' "$retried"
-        clock_table
+        clock_table || echo "(the stage clock failed: $?)"
         rm -f "${logs[@]}"
     fi
     rm -rf "$clock_dir"
