@@ -151,9 +151,18 @@ pub fn renewal_ttl(
     lock_expire: Duration,
     now: Instant,
 ) -> Option<Duration> {
-    let left = lock_expire.checked_sub(now.saturating_duration_since(taken_at))?;
-    let left = Duration::from_millis(u64::try_from(left.as_millis()).unwrap_or(u64::MAX));
+    let left = Duration::from_millis(ms_left(taken_at, lock_expire, now));
     (!left.is_zero()).then(|| left.min(lease))
+}
+
+/// What is left at `now` of `lock_expire` from `taken_at`, in whole ms
+/// (0 once past it).
+pub fn ms_left(taken_at: Instant, lock_expire: Duration, now: Instant) -> u64 {
+    lock_expire
+        .checked_sub(now.saturating_duration_since(taken_at))
+        .map_or(0, |left| {
+            u64::try_from(left.as_millis()).unwrap_or(u64::MAX)
+        })
 }
 
 /// What `rediscluster_session_lock_info()` shows of a lock this process renews.

@@ -245,15 +245,10 @@ impl HeldLock {
     /// within half a lease, without it, refused that way).
     fn retake_ms(&self, now: Instant) -> Option<Decimal> {
         let leased = self.leased.as_ref()?;
-        let held_for = now.saturating_duration_since(leased.taken_at);
-        // In whole ms, as `watchdog::renewal_ttl` counts it: under 1 is none.
-        let left = leased
-            .lock_expire
-            .checked_sub(held_for)
-            .filter(|_| leased.retake_fence.is_some())
-            .map_or(0, |left| {
-                u64::try_from(left.as_millis()).unwrap_or(u64::MAX)
-            });
+        let left = match leased.retake_fence {
+            Some(_) => watchdog::ms_left(leased.taken_at, leased.lock_expire, now),
+            None => 0,
+        };
         Some(Decimal::from(left))
     }
 
